@@ -1,0 +1,307 @@
+"""The comparison rule of SPEC §4, as pure functions over arrays and frozen dataclasses.
+
+Conventions: the *baseline* B is the fit we trust more (PyMC, or posteriordb's
+reference), the *candidate* C the fit under audit (LazyPPL, or PyMC against the
+reference). For one scalar parameter:
+
+* d = (m_C − m_B) / s_B, in units of the baseline posterior SD, with the Monte Carlo
+  interval D = d ± k·√(mcse_m,C² + mcse_m,B²) / s_B;
+* r = s_C / s_B with R = r·exp(± k·√((mcse_s,C/s_C)² + (mcse_s,B/s_B)²)).
+
+agree: D ⊆ [−δ, δ] and R ⊆ band; disagree: D wholly outside [−δ, δ] or R wholly
+outside the band; inconclusive otherwise. Interval ends touching a bound count as
+inside it (closed intervals). Means, SDs, MCSEs, ESS and R-hat come from ArviZ
+(rank-normalised split R-hat, bulk/tail ESS; Vehtari et al. 2021).
+
+This module imports only NumPy and ArviZ; it knows nothing of programs or storage.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import arviz as az
+import numpy as np
+
+AGREE, INCONCLUSIVE, DISAGREE, ERROR = "agree", "inconclusive", "disagree", "error"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Thresholds of the rule and of the convergence gates (SPEC §4 defaults)."""
+
+    k: float = 4.0
+    delta: float = 0.2
+    sd_ratio_band: tuple[float, float] = (0.8, 1.25)
+    rhat_max: float = 1.01
+    ess_bulk_min: float = 400.0
+    ess_tail_min: float = 400.0
+    max_divergences: int = 0
+
+    @classmethod
+    def from_settings(cls, rule) -> "Rule":
+        """Build from ``workers.settings.RuleSettings`` (or anything with those fields)."""
+        return cls(
+            k=rule.k,
+            delta=rule.delta,
+            sd_ratio_band=tuple(rule.sd_ratio_band),
+            rhat_max=rule.rhat_max,
+            ess_bulk_min=rule.ess_bulk_min,
+            ess_tail_min=rule.ess_tail_min,
+            max_divergences=rule.max_divergences,
+        )
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Posterior summary of one scalar parameter of one fit (ArviZ estimators)."""
+
+    mean: float
+    sd: float
+    mcse_mean: float
+    mcse_sd: float
+    ess_bulk: float
+    ess_tail: float
+    rhat: float
+    chains: int
+    draws: int
+    frac_positive: float
+
+
+def summarize(draws: np.ndarray) -> Summary:
+    """Summarise a (chains, draws) array. MCSEs are of the mean and of the SD."""
+    x = np.asarray(draws, dtype=np.float64)
+    if x.ndim != 2 or x.shape[1] < 4:
+        raise ValueError(f"draws must be (chains, draws) with at least 4 draws, got {x.shape}")
+
+    def scalar(v) -> float:
+        return float(np.squeeze(np.asarray(v)))
+
+    return Summary(
+        mean=float(x.mean()),
+        sd=float(x.std(ddof=1)),
+        mcse_mean=scalar(az.mcse(x, method="mean")),
+        mcse_sd=scalar(az.mcse(x, method="sd")),
+        ess_bulk=scalar(az.ess(x, method="bulk")),
+        ess_tail=scalar(az.ess(x, method="tail")),
+        rhat=scalar(az.rhat(x)),
+        chains=int(x.shape[0]),
+        draws=int(x.shape[1]),
+        frac_positive=float((x > 0).mean()),
+    )
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidate vs baseline on one scalar parameter, with the verdict of the rule."""
+
+    parameter: str
+    d: float
+    d_interval: tuple[float, float]
+    r: float
+    r_interval: tuple[float, float]
+    verdict: str
+    candidate: Summary
+    baseline: Summary
+    hints: tuple[str, ...] = ()
+
+
+def _finite(*xs: float) -> bool:
+    return all(math.isfinite(x) for x in xs)
+
+
+def intervals(candidate: Summary, baseline: Summary, k: float) -> tuple[float, tuple, float, tuple]:
+    """(d, D, r, R) of SPEC §4. NaN where the baseline SD (or candidate SD) is zero."""
+    nan = float("nan")
+    if not (_finite(candidate.sd, baseline.sd) and baseline.sd > 0):
+        return nan, (nan, nan), nan, (nan, nan)
+    d = (candidate.mean - baseline.mean) / baseline.sd
+    half = k * math.hypot(candidate.mcse_mean, baseline.mcse_mean) / baseline.sd
+    if candidate.sd <= 0:
+        return d, (d - half, d + half), 0.0, (0.0, 0.0)
+    r = candidate.sd / baseline.sd
+    spread = k * math.hypot(candidate.mcse_sd / candidate.sd, baseline.mcse_sd / baseline.sd)
+    return d, (d - half, d + half), r, (r * math.exp(-spread), r * math.exp(spread))
+
+
+def interval_verdict(d_interval, r_interval, rule: Rule) -> str:
+    """The rule on already computed intervals; NaN intervals are inconclusive."""
+    d_lo, d_hi = d_interval
+    r_lo, r_hi = r_interval
+    if not _finite(d_lo, d_hi, r_lo, r_hi):
+        return INCONCLUSIVE
+    lo, hi = rule.sd_ratio_band
+    d_in = -rule.delta <= d_lo and d_hi <= rule.delta
+    r_in = lo <= r_lo and r_hi <= hi
+    if d_in and r_in:
+        return AGREE
+    d_out = d_hi < -rule.delta or d_lo > rule.delta
+    r_out = r_hi < lo or r_lo > hi
+    return DISAGREE if (d_out or r_out) else INCONCLUSIVE
+
+
+def compare_summaries(name: str, candidate: Summary, baseline: Summary, rule: Rule) -> Comparison:
+    """Apply the rule to one parameter (no gates: see :func:`gate_failures`)."""
+    d, d_int, r, r_int = intervals(candidate, baseline, rule.k)
+    verdict = interval_verdict(d_int, r_int, rule)
+    hints = parameter_hints(candidate, baseline, r_int) if verdict == DISAGREE else ()
+    return Comparison(name, d, d_int, r, r_int, verdict, candidate, baseline, hints)
+
+
+def gate_failures(summaries: dict[str, Summary], divergences: int, rule: Rule) -> list[str]:
+    """Names of the failed convergence checks of one fit, e.g. ``R-hat of tau 1.03 > 1.01``."""
+    failures = []
+    if divergences > rule.max_divergences:
+        failures.append(f"{divergences} divergent transitions > {rule.max_divergences}")
+    for name, s in summaries.items():
+        if not (math.isfinite(s.rhat) and s.rhat <= rule.rhat_max):
+            failures.append(f"R-hat of {name} {s.rhat:.3f} > {rule.rhat_max}")
+        if not (math.isfinite(s.ess_bulk) and s.ess_bulk >= rule.ess_bulk_min):
+            failures.append(f"bulk ESS of {name} {s.ess_bulk:.0f} < {rule.ess_bulk_min:.0f}")
+        if not (math.isfinite(s.ess_tail) and s.ess_tail >= rule.ess_tail_min):
+            failures.append(f"tail ESS of {name} {s.ess_tail:.0f} < {rule.ess_tail_min:.0f}")
+    return failures
+
+
+def only_ess_failures(failures: list[str]) -> bool:
+    """True when every failed gate is an ESS shortfall (more draws can cure those)."""
+    return bool(failures) and all("ESS of" in f for f in failures)
+
+
+@dataclass(frozen=True)
+class ScopeComparison:
+    """Candidate vs baseline on one scope: gates first, then the rule per parameter."""
+
+    verdict: str
+    reason: str
+    candidate_gates: tuple[str, ...]
+    baseline_gates: tuple[str, ...]
+    comparisons: tuple[Comparison, ...]
+    hints: tuple[str, ...] = field(default=())
+
+    @property
+    def gates_passed(self) -> bool:
+        return not self.candidate_gates and not self.baseline_gates
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def compare_draws(
+    candidate: dict[str, np.ndarray],
+    baseline: dict[str, np.ndarray],
+    names: list[str],
+    rule: Rule,
+    *,
+    candidate_divergences: int = 0,
+    baseline_divergences: int = 0,
+    labels: tuple[str, str] = ("candidate", "baseline"),
+) -> ScopeComparison:
+    """Compare two fits on ``names`` (scalar names present in both draw dicts)."""
+    cand = {n: summarize(candidate[n]) for n in names}
+    base = {n: summarize(baseline[n]) for n in names}
+    cand_gates = tuple(gate_failures(cand, candidate_divergences, rule))
+    base_gates = tuple(gate_failures(base, baseline_divergences, rule))
+    comparisons = tuple(compare_summaries(n, cand[n], base[n], rule) for n in names)
+    verdict, reason = scope_verdict(cand_gates, base_gates, comparisons, labels)
+    hints = scope_hints(comparisons)
+    return ScopeComparison(verdict, reason, cand_gates, base_gates, comparisons, hints)
+
+
+def scope_verdict(cand_gates, base_gates, comparisons, labels=("candidate", "baseline")) -> tuple[str, str]:
+    """Verdict and reason for one scope. A failed gate makes it inconclusive, never disagree."""
+    if cand_gates or base_gates:
+        parts = [f"{lab} failed its gates: {'; '.join(g[:3])}{' …' if len(g) > 3 else ''}"
+                 for lab, g in zip(labels, (cand_gates, base_gates)) if g]
+        return INCONCLUSIVE, " / ".join(parts)
+    bad = [c.parameter for c in comparisons if c.verdict == DISAGREE]
+    if bad:
+        return DISAGREE, f"disagree on {', '.join(bad)}"
+    open_ = [c.parameter for c in comparisons if c.verdict == INCONCLUSIVE]
+    if open_:
+        return INCONCLUSIVE, f"intervals too wide to decide on {', '.join(open_)}"
+    return AGREE, f"all {len(comparisons)} parameters agree"
+
+
+def pair_verdict(scope_verdicts: dict[str, str]) -> str:
+    """agree if every scope agrees; disagree if any scope disagrees; else inconclusive.
+
+    A scope only reaches ``disagree`` when its gates passed (see :func:`scope_verdict`).
+    """
+    values = list(scope_verdicts.values())
+    if not values:
+        return INCONCLUSIVE
+    if ERROR in values:
+        return ERROR
+    if DISAGREE in values:
+        return DISAGREE
+    if all(v == AGREE for v in values):
+        return AGREE
+    return INCONCLUSIVE
+
+
+def _contains(interval, x: float) -> bool:
+    lo, hi = interval
+    return _finite(lo, hi) and lo <= x <= hi
+
+
+def parameter_hints(c: Summary, b: Summary, r_interval) -> tuple[str, ...]:
+    """Name the usual translation slips that fit a disagreeing parameter."""
+    hints = []
+    if _contains(r_interval, math.sqrt(2)) or _contains(r_interval, 1 / math.sqrt(2)):
+        hints.append("SD ratio ≈ √2 or 1/√2: a variance used where an SD was meant (or the reverse)?")
+    if (c.mean * b.mean < 0 and abs(c.mean) > 0.5 * c.sd and abs(b.mean) > 0.5 * b.sd
+            and abs(abs(c.mean) - abs(b.mean)) < 0.5 * max(c.sd, b.sd)):
+        hints.append("means of opposite sign: a sign flipped?")
+    for sym, pos, who in ((c, b, "candidate"), (b, c, "baseline")):
+        if pos.frac_positive > 0.999 and 0.2 < sym.frac_positive < 0.8 and abs(sym.mean) < 0.3 * sym.sd:
+            hints.append(f"{who} is symmetric about 0 where the other is positive: "
+                         "a full distribution where a half one was meant?")
+    return tuple(hints)
+
+
+def scope_hints(comparisons) -> tuple[str, ...]:
+    """Hints across parameters: a constant scale factor points at units or parameterisation."""
+    bad = [c for c in comparisons if c.verdict == DISAGREE and c.baseline.mean != 0]
+    ratios = [c.candidate.mean / c.baseline.mean for c in bad]
+    if len(ratios) >= 2 and all(x > 0 for x in ratios):
+        spread = np.std(np.log(ratios))
+        factor = float(np.exp(np.mean(np.log(ratios))))
+        if spread < 0.05 and abs(factor - 1) > 0.1:
+            return (f"means differ by a constant factor ≈ {factor:.3g} across "
+                    f"{', '.join(c.parameter for c in bad)}: units or parameterisation "
+                    "(e.g. gamma scale vs rate)?",)
+    return ()
+
+
+def abs_d_distribution(values: list[float]) -> dict:
+    """Batch figure of SPEC §4: median, 95th percentile, maximum and count above 1 of |d|."""
+    x = np.abs(np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float))
+    if x.size == 0:
+        return {"count": 0, "median": None, "p95": None, "max": None, "above_1": 0}
+    return {
+        "count": int(x.size),
+        "median": float(np.median(x)),
+        "p95": float(np.percentile(x, 95)),
+        "max": float(x.max()),
+        "above_1": int((x > 1).sum()),
+    }
+
+
+def batch_summary(audits: list[dict]) -> dict:
+    """SPEC §4 batch report from audit evidence dicts (``verdict`` and ``scopes``).
+
+    Counts posteriors by pair verdict, scope comparisons separately, and the |d|
+    distribution over every compared parameter of every scope.
+    """
+    posteriors = {AGREE: 0, INCONCLUSIVE: 0, DISAGREE: 0, ERROR: 0}
+    scopes = {AGREE: 0, INCONCLUSIVE: 0, DISAGREE: 0, ERROR: 0}
+    ds: list[float] = []
+    for audit in audits:
+        posteriors[audit.get("verdict", ERROR)] = posteriors.get(audit.get("verdict", ERROR), 0) + 1
+        for scope in (audit.get("scopes") or {}).values():
+            scopes[scope.get("verdict", ERROR)] = scopes.get(scope.get("verdict", ERROR), 0) + 1
+            for row in scope.get("comparisons", []):
+                ds.append(row.get("d"))
+    return {"posteriors": posteriors, "scopes": scopes, "abs_d": abs_d_distribution(ds),
+            "total": len(audits)}

@@ -1,0 +1,87 @@
+"""Audit settings: the product's considered defaults, every one overridable per request.
+
+These are plain pydantic models with ``extra="forbid"`` so that an unknown key is a 422
+at the API and a clear error in the CLI. The resolved settings are stored with every
+result, so a verdict can be re-derived with exactly the numbers that produced it.
+"""
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PyMCSettings(_Group):
+    """NUTS settings. ``target_accept`` is raised to each of ``retry_target_accepts`` in
+    turn while a fit has divergences (every attempt is recorded)."""
+
+    chains: int = Field(4, ge=1, le=16)
+    tune: int = Field(1000, ge=50, le=20000)
+    draws: int = Field(1000, ge=50, le=50000)
+    target_accept: float = Field(0.9, gt=0.5, lt=1.0)
+    retry_target_accepts: list[float] = Field(default_factory=lambda: [0.95, 0.99])
+    backend: Literal["pymc", "nutpie", "numpyro", "blackjax"] = "nutpie"
+    mass_matrix: Literal["diag", "low_rank", "dense"] = "diag"
+
+
+class LazyPPLSettings(_Group):
+    """Metropolis-Hastings settings. Each chain runs ``warmup`` adaptation steps, then
+    keeps every ``thin``-th of ``draws * thin`` steps."""
+
+    chains: int = Field(4, ge=1, le=16)
+    warmup: int = Field(20000, ge=0, le=10_000_000)
+    draws: int = Field(1000, ge=50, le=100_000)
+    thin: int = Field(20, ge=1, le=10_000)
+    kernel: str = Field("default", pattern=r"^[a-z][a-z0-9_-]{0,31}$")
+
+
+class RuleSettings(_Group):
+    """SPEC §4 comparison rule and convergence gates."""
+
+    k: float = Field(4.0, gt=0)
+    delta: float = Field(0.2, gt=0)
+    sd_ratio_band: tuple[float, float] = (0.8, 1.25)
+    rhat_max: float = Field(1.01, ge=1.0)
+    ess_bulk_min: float = Field(400, ge=0)
+    ess_tail_min: float = Field(400, ge=0)
+    max_divergences: int = Field(0, ge=0)
+
+    @field_validator("sd_ratio_band")
+    @classmethod
+    def _band_ordered(cls, band: tuple[float, float]) -> tuple[float, float]:
+        lo, hi = band
+        if not (0 < lo < 1 < hi):
+            raise ValueError("sd_ratio_band must be [lo, hi] with 0 < lo < 1 < hi")
+        return band
+
+
+class BudgetSettings(_Group):
+    """Adaptive run length: a scope left inconclusive only by wide intervals (gates
+    passed) is refitted with ``growth`` times the draws, from the same seeds, until it is
+    decisive, ``max_looks`` looks were taken, or ``wall_seconds`` is spent."""
+
+    wall_seconds: float = Field(900, gt=0)
+    max_looks: int = Field(3, ge=1, le=10)
+    growth: float = Field(2.0, ge=1.0, le=10.0)
+
+
+class AuditSettings(_Group):
+    """All settings of one audit; ``seed`` seeds every fit (derived per scope/side)."""
+
+    seed: int = Field(20261130, ge=0, lt=2**31)
+    pymc: PyMCSettings = Field(default_factory=PyMCSettings)
+    lazyppl: LazyPPLSettings = Field(default_factory=LazyPPLSettings)
+    rule: RuleSettings = Field(default_factory=RuleSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
+
+
+def derive_seed(seed: int, scope: str, side: str) -> int:
+    """A seed per (scope, side), stable across processes (no Python hash randomisation)."""
+    import hashlib
+
+    digest = hashlib.sha256(f"{seed}:{scope}:{side}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") % (2**31 - 1)
