@@ -1,0 +1,23 @@
+module Model (model) where
+
+-- posteriordb eight_schools-eight_schools_noncentered (Stan: eight_schools_noncentered).
+-- theta = mu + tau * theta_trans, theta_trans ~ normal(0, 1).
+
+import Control.Monad (replicateM)
+import LazyPPL
+import LazyPPL.Distributions
+import LazyPPL.Bridge
+import Numeric.Log (Log (..))
+
+model :: Data -> Meas Draw
+model d = do
+  let ys = reals "y" d
+      sigmas = reals "sigma" d
+  thetaTrans <- replicateM (int "J" d) (sample (normal 0 1))
+  mu <- sample (normal 0 5)
+  -- Stan: real<lower=0> tau ~ cauchy(0, 5), i.e. half-Cauchy.
+  tau <- sample (halfCauchy 5)
+  let theta = [mu + tau * t | t <- thetaTrans]
+  scoreLog (Exp (sum [normalLogPdf th s y | (th, s, y) <- zip3 theta sigmas ys]))
+  return (draw [scalar "mu" mu, scalar "tau" tau, vector "theta" theta,
+                vector "theta_trans" thetaTrans])
