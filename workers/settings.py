@@ -67,6 +67,7 @@ class BudgetSettings(_Group):
     wall_seconds: float = Field(900, gt=0)
     max_looks: int = Field(3, ge=1, le=10)
     growth: float = Field(2.0, ge=1.0, le=10.0)
+    memory_mb: int = Field(4096, ge=256, le=65536)
 
 
 class AuditSettings(_Group):

@@ -1,0 +1,324 @@
+"""The audit as a sequence of steps: verify, fit each program on each scope, compare.
+
+Each step takes plain values and returns plain values (dicts that serialise to JSON),
+so the Celery tasks and the local CLI are thin wrappers around the same code. The
+untrusted programs only ever run inside the runners' sandboxed subprocesses.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from sandbox import Limits
+from workers import compare
+from workers.errors import AuditError, InvalidRequest, ResourceLimit
+from workers.fit import Fit, base_name
+from workers.settings import AuditSettings, derive_seed
+
+Progress = Callable[..., None]
+
+
+def _quiet(event: str, **info) -> None:
+    return None
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def data_hash(data: dict) -> str:
+    """Hash of a scope's data in canonical JSON (sorted keys, no spaces)."""
+    return sha256_text(json.dumps(data, sort_keys=True, separators=(",", ":")))
+
+
+@dataclass(frozen=True)
+class AuditRequest:
+    """One translation pair with its scopes. ``reference`` (posteriordb draws) is
+    compared on ``reference_scope`` only."""
+
+    name: str
+    pymc_source: str
+    lazyppl_source: str
+    scopes: dict[str, dict]
+    parameters: list[str] | None = None
+    settings: AuditSettings = field(default_factory=AuditSettings)
+    reference: Fit | None = None
+    reference_scope: str = "full"
+
+
+@dataclass
+class ScopeOutcome:
+    """Evidence of one scope (JSON-able) and the fits behind it, keyed (language, look)."""
+
+    evidence: dict
+    fits: dict[tuple[str, int], Fit] = field(default_factory=dict)
+
+
+def validate(request: AuditRequest) -> None:
+    """Cheap checks before anything is queued: shapes of the request, then both verifiers.
+
+    Raises InvalidRequest for a malformed request and ProgramRefused for a program the
+    verifier refuses. Nothing runs.
+    """
+    from haskell_bridge import lint
+    from workers.pymc_runner import verify
+
+    if not request.scopes:
+        raise InvalidRequest("at least one scope is needed")
+    for name, data in request.scopes.items():
+        if not isinstance(data, dict):
+            raise InvalidRequest(f"scope {name!r} must be a JSON object of data fields")
+    for p in request.parameters or []:
+        try:
+            if base_name(p) != p:
+                raise ValueError
+        except ValueError:
+            raise InvalidRequest(f"parameters lists base names such as 'theta', not {p!r}") from None
+    verify(request.pymc_source)
+    lint(request.lazyppl_source)
+
+
+def provenance(request: AuditRequest) -> dict:
+    """Hashes of the programs and of every scope's data."""
+    return {
+        "pymc_sha256": sha256_text(request.pymc_source),
+        "lazyppl_sha256": sha256_text(request.lazyppl_source),
+        "data_sha256": {name: data_hash(d) for name, d in request.scopes.items()},
+    }
+
+
+def compared_names(parameters: list[str] | None, lazy: Fit, pymc: Fit) -> tuple[list[str], list[str]]:
+    """Scalar names to compare, and the PyMC base names left uncompared (SPEC §2.3).
+
+    Default: every base name in the LazyPPL draw. Each must be reportable by the PyMC
+    model (free RV or named Deterministic) with the same scalar names.
+    """
+    lazy_bases = list(dict.fromkeys(base_name(n) for n in lazy.draws))
+    bases = list(parameters) if parameters else lazy_bases
+    names: list[str] = []
+    for b in bases:
+        if b not in lazy_bases:
+            raise InvalidRequest(f"parameter {b!r} is not in the LazyPPL program's draw",
+                                 parameter=b, reported=lazy_bases)
+        if b not in pymc.reportable:
+            raise InvalidRequest(
+                f"parameter {b!r} is not a free random variable or named Deterministic "
+                "of the PyMC model", parameter=b, reportable=list(pymc.reportable))
+        lazy_scalars = [n for n in lazy.draws if base_name(n) == b]
+        pymc_scalars = [n for n in pymc.draws if base_name(n) == b]
+        if sorted(lazy_scalars) != sorted(pymc_scalars):
+            raise InvalidRequest(
+                f"parameter {b!r} has {len(lazy_scalars)} scalars in the LazyPPL draw but "
+                f"{len(pymc_scalars)} in the PyMC model", parameter=b)
+        names.extend(lazy_scalars)
+    uncompared = [b for b in pymc.reportable if b not in bases]
+    return names, uncompared
+
+
+def fit_meta(fit: Fit) -> dict:
+    """Everything about a fit except its draws (those are stored separately)."""
+    return {
+        "language": fit.language, "chains": fit.n_chains, "draws": fit.n_draws,
+        "divergences": fit.divergences, "sampler": fit.sampler, "stats": fit.stats,
+        "timings": fit.timings, "versions": fit.versions, "reportable": list(fit.reportable),
+    }
+
+
+def comparison_rows(result: compare.ScopeComparison, labels: tuple[str, str]) -> list[dict]:
+    """Per-parameter evidence rows: d, D, r, R, verdict, hints and both summaries."""
+    cand, base = labels
+    return [
+        {"parameter": c.parameter, "d": c.d, "D": list(c.d_interval), "r": c.r,
+         "R": list(c.r_interval), "verdict": c.verdict, "hints": list(c.hints),
+         cand: asdict(c.candidate), base: asdict(c.baseline)}
+        for c in result.comparisons
+    ]
+
+
+def comparison_evidence(result: compare.ScopeComparison, labels: tuple[str, str]) -> dict:
+    cand, base = labels
+    return {
+        "verdict": result.verdict, "reason": result.reason, "hints": list(result.hints),
+        "gates": {cand: list(result.candidate_gates), base: list(result.baseline_gates)},
+        "comparisons": comparison_rows(result, labels),
+    }
+
+
+def _extendable(result: compare.ScopeComparison) -> bool:
+    """Inconclusive only for lack of draws: gates pass (or fail only on ESS) and no
+    parameter disagrees."""
+    if result.verdict != compare.INCONCLUSIVE:
+        return False
+    gates = list(result.candidate_gates) + list(result.baseline_gates)
+    return not gates or compare.only_ess_failures(gates)
+
+
+def _fit_pymc(source: str, data: dict, s: AuditSettings, draws: int, seed: int, limits: Limits) -> Fit:
+    from workers.pymc_runner import fit_pymc
+
+    p = s.pymc
+    return fit_pymc(source, data, chains=p.chains, tune=p.tune, draws=draws,
+                    target_accept=p.target_accept, backend=p.backend, seed=seed,
+                    limits=limits, retry_target_accepts=tuple(p.retry_target_accepts),
+                    mass_matrix=p.mass_matrix)
+
+
+def _fit_lazyppl(source: str, data: dict, s: AuditSettings, draws: int, seed: int, limits: Limits) -> Fit:
+    from haskell_bridge import fit_lazyppl
+
+    q = s.lazyppl
+    return fit_lazyppl(source, data, chains=q.chains, warmup=q.warmup, draws=draws,
+                       thin=q.thin, kernel=q.kernel, seed=seed, limits=limits)
+
+
+def _limits(s: AuditSettings, deadline: float) -> Limits:
+    wall = max(30.0, deadline - time.monotonic())
+    return Limits(cpu_seconds=2 * wall + 30, memory_mb=s.budget.memory_mb, wall_seconds=wall)
+
+
+def run_scope(
+    pymc_source: str,
+    lazyppl_source: str,
+    scope: str,
+    data: dict,
+    parameters: list[str] | None,
+    settings: AuditSettings,
+    reference: Fit | None = None,
+    progress: Progress = _quiet,
+) -> ScopeOutcome:
+    """Fit both programs on one scope and compare them, taking more looks while the
+    answer is inconclusive for lack of draws and the budget lasts (k stays fixed).
+
+    User errors (refused, compile, runtime, memory) become a scope verdict ``error``
+    with the reason; running out of the wall budget makes it ``inconclusive``.
+    """
+    s = settings
+    rule = compare.Rule.from_settings(s.rule)
+    started = time.monotonic()
+    deadline = started + s.budget.wall_seconds
+    seeds = {"pymc": derive_seed(s.seed, scope, "pymc"), "lazyppl": derive_seed(s.seed, scope, "lazyppl")}
+    outcome = ScopeOutcome(evidence={"scope": scope, "data_sha256": data_hash(data), "seeds": seeds,
+                                     "looks": []})
+    ev = outcome.evidence
+    pymc_draws, lazy_draws = s.pymc.draws, s.lazyppl.draws
+    try:
+        for look in range(1, s.budget.max_looks + 1):
+            t0 = time.monotonic()
+            progress("fit", scope=scope, language="pymc", look=look, draws=pymc_draws)
+            pymc = _fit_pymc(pymc_source, data, s, pymc_draws, seeds["pymc"], _limits(s, deadline))
+            progress("fit", scope=scope, language="lazyppl", look=look, draws=lazy_draws)
+            lazy = _fit_lazyppl(lazyppl_source, data, s, lazy_draws, seeds["lazyppl"], _limits(s, deadline))
+            outcome.fits[("pymc", look)] = pymc
+            outcome.fits[("lazyppl", look)] = lazy
+            names, uncompared = compared_names(parameters, lazy, pymc)
+            progress("compare", scope=scope, look=look)
+            main = compare.compare_draws(lazy.draws, pymc.draws, names, rule,
+                                         baseline_divergences=pymc.divergences,
+                                         labels=("lazyppl", "pymc"))
+            checks = [main]
+            ref_ev = None
+            if reference is not None:
+                ref_names = [n for n in names if n in reference.draws]
+                vs_ref = compare.compare_draws(pymc.draws, reference.draws, ref_names, rule,
+                                               candidate_divergences=pymc.divergences,
+                                               labels=("pymc", "reference"))
+                lazy_ref = compare.compare_draws(lazy.draws, reference.draws, ref_names, rule,
+                                                 labels=("lazyppl", "reference"))
+                checks.append(vs_ref)
+                ref_ev = {"parameters": ref_names,
+                          "pymc_vs_reference": comparison_evidence(vs_ref, ("pymc", "reference")),
+                          "lazyppl_vs_reference": comparison_evidence(lazy_ref, ("lazyppl", "reference"))}
+            verdict, reason = _scope_decision(main, checks[1] if reference is not None else None)
+            ev["looks"].append({"look": look, "pymc_draws": pymc_draws, "lazyppl_draws": lazy_draws,
+                                "verdict": verdict, "reason": reason,
+                                "seconds": round(time.monotonic() - t0, 3)})
+            ev.update(comparison_evidence(main, ("lazyppl", "pymc")))
+            ev.update({"verdict": verdict, "reason": reason, "compared": names,
+                       "uncompared_pymc": uncompared, "reference": ref_ev,
+                       "fits": {"pymc": fit_meta(pymc), "lazyppl": fit_meta(lazy)}})
+            if not any(_extendable(c) for c in checks) or verdict != compare.INCONCLUSIVE:
+                break
+            if look == s.budget.max_looks:
+                ev["reason"] = f"{reason}; budget spent: {look} looks (max_looks)"
+                break
+            # the next look costs about growth × this one; stop if it cannot fit the budget
+            if time.monotonic() + s.budget.growth * (time.monotonic() - t0) > deadline:
+                ev["reason"] = f"{reason}; budget spent: another look would pass wall_seconds"
+                break
+            pymc_draws = math.ceil(pymc_draws * s.budget.growth)
+            lazy_draws = math.ceil(lazy_draws * s.budget.growth)
+    except ResourceLimit as err:
+        if err.details.get("limit") in ("timeout", "cpu"):
+            ev.update({"verdict": compare.INCONCLUSIVE, "error": err.to_dict(),
+                       "reason": f"budget spent: {err}"})
+        else:
+            ev.update({"verdict": compare.ERROR, "reason": str(err), "error": err.to_dict()})
+    except AuditError as err:
+        ev.update({"verdict": compare.ERROR, "reason": str(err), "error": err.to_dict()})
+    ev["seconds"] = round(time.monotonic() - started, 3)
+    progress("scope_done", scope=scope, verdict=ev["verdict"])
+    return outcome
+
+
+def _scope_decision(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | None) -> tuple[str, str]:
+    """LazyPPL↔PyMC verdict, unless PyMC cannot serve as baseline (SPEC §4)."""
+    if vs_ref is not None and vs_ref.verdict != compare.AGREE:
+        return compare.INCONCLUSIVE, (
+            f"the PyMC fit does not agree with posteriordb's reference ({vs_ref.verdict}: "
+            f"{vs_ref.reason}), so it cannot serve as baseline; LazyPPL vs PyMC: {main.verdict}")
+    return main.verdict, main.reason
+
+
+def finish_audit(request_meta: dict, scopes: dict[str, dict], settings: AuditSettings) -> dict:
+    """Pair verdict (SPEC §4) and the audit's evidence from its scopes' evidence."""
+    verdicts = {name: ev["verdict"] for name, ev in scopes.items()}
+    verdict = compare.pair_verdict(verdicts)
+    if verdict == compare.AGREE:
+        reason = f"every compared parameter agrees in every scope ({', '.join(scopes)})"
+    else:
+        reason = "; ".join(f"{name}: {ev['verdict']} ({ev.get('reason', '')})"
+                           for name, ev in scopes.items() if ev["verdict"] != compare.AGREE)
+    versions: dict = {}
+    for ev in scopes.values():
+        for side in (ev.get("fits") or {}).values():
+            versions.update(side.get("versions") or {})
+    return {
+        **request_meta,
+        "verdict": verdict,
+        "reason": reason,
+        "scope_verdicts": verdicts,
+        "scopes": scopes,
+        "settings": settings.model_dump(mode="json"),
+        "versions": versions,
+        "timings": {"scopes_seconds": {n: ev.get("seconds") for n, ev in scopes.items()}},
+    }
+
+
+def error_audit(request_meta: dict, err: AuditError, settings: AuditSettings) -> dict:
+    """Evidence of an audit stopped before fitting (refused program, bad request)."""
+    return {**request_meta, "verdict": compare.ERROR, "reason": str(err), "error": err.to_dict(),
+            "scope_verdicts": {}, "scopes": {}, "settings": settings.model_dump(mode="json")}
+
+
+def run_audit(request: AuditRequest, progress: Progress = _quiet) -> tuple[dict, dict[tuple[str, str, int], Fit]]:
+    """The whole audit in this process (the programs still run sandboxed).
+
+    Returns the evidence and the fits keyed (scope, language, look).
+    """
+    meta = {"name": request.name, **provenance(request)}
+    try:
+        validate(request)
+    except AuditError as err:
+        return error_audit(meta, err, request.settings), {}
+    scopes, fits = {}, {}
+    for scope, data in request.scopes.items():
+        ref = request.reference if scope == request.reference_scope else None
+        out = run_scope(request.pymc_source, request.lazyppl_source, scope, data,
+                        request.parameters, request.settings, ref, progress)
+        scopes[scope] = out.evidence
+        fits.update({(scope, lang, look): f for (lang, look), f in out.fits.items()})
+    return finish_audit(meta, scopes, request.settings), fits
