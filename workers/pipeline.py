@@ -30,6 +30,20 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def jsonable(obj):
+    """Evidence as strict JSON: tuples become lists, NaN and ±inf become None
+    (PostgreSQL's JSON and every JSON parser refuse them)."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
+        return jsonable(obj.item())
+    return obj
+
+
 def data_hash(data: dict) -> str:
     """Hash of a scope's data in canonical JSON (sorted keys, no spaces)."""
     return sha256_text(json.dumps(data, sort_keys=True, separators=(",", ":")))
@@ -260,6 +274,7 @@ def run_scope(
     except AuditError as err:
         ev.update({"verdict": compare.ERROR, "reason": str(err), "error": err.to_dict()})
     ev["seconds"] = round(time.monotonic() - started, 3)
+    outcome.evidence = jsonable(ev)
     progress("scope_done", scope=scope, verdict=ev["verdict"])
     return outcome
 
@@ -286,7 +301,7 @@ def finish_audit(request_meta: dict, scopes: dict[str, dict], settings: AuditSet
     for ev in scopes.values():
         for side in (ev.get("fits") or {}).values():
             versions.update(side.get("versions") or {})
-    return {
+    return jsonable({
         **request_meta,
         "verdict": verdict,
         "reason": reason,
@@ -295,13 +310,14 @@ def finish_audit(request_meta: dict, scopes: dict[str, dict], settings: AuditSet
         "settings": settings.model_dump(mode="json"),
         "versions": versions,
         "timings": {"scopes_seconds": {n: ev.get("seconds") for n, ev in scopes.items()}},
-    }
+    })
 
 
 def error_audit(request_meta: dict, err: AuditError, settings: AuditSettings) -> dict:
     """Evidence of an audit stopped before fitting (refused program, bad request)."""
-    return {**request_meta, "verdict": compare.ERROR, "reason": str(err), "error": err.to_dict(),
-            "scope_verdicts": {}, "scopes": {}, "settings": settings.model_dump(mode="json")}
+    return jsonable({**request_meta, "verdict": compare.ERROR, "reason": str(err),
+                     "error": err.to_dict(), "scope_verdicts": {}, "scopes": {},
+                     "settings": settings.model_dump(mode="json")})
 
 
 def run_audit(request: AuditRequest, progress: Progress = _quiet) -> tuple[dict, dict[tuple[str, str, int], Fit]]:
