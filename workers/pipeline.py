@@ -251,7 +251,8 @@ def run_scope(
                                 "verdict": verdict, "reason": reason,
                                 "seconds": round(time.monotonic() - t0, 3)})
             ev.update(comparison_evidence(main, ("lazyppl", "pymc")))
-            ev.update({"verdict": verdict, "reason": reason, "compared": names,
+            ev.update({"verdict": verdict, "reason": reason, "lazyppl_vs_pymc": main.verdict,
+                       "compared": names,
                        "uncompared_pymc": uncompared, "reference": ref_ev,
                        "fits": {"pymc": fit_meta(pymc), "lazyppl": fit_meta(lazy)}})
             if not any(_extendable(c) for c in checks) or verdict != compare.INCONCLUSIVE:

@@ -1,0 +1,264 @@
+"""`ppl-audit audit` and `ppl-audit batch`: audits with no servers.
+
+The pipeline runs in this process (each program still in its sandboxed subprocess) and
+results go to the embedded SQLite database through the same models as the service, so
+that `ppl-audit serve` pointed at the same file shows them too.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import uuid
+from pathlib import Path
+
+from rich.console import Console
+
+from service.report import print_audit, print_batch
+from workers import pipeline
+from workers.compare import batch_summary
+from workers.errors import AuditError, InvalidRequest
+from workers.settings import AuditSettings
+
+
+def add_audit_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--pymc", required=True, type=Path, help="PyMC program (defines model(data))")
+    p.add_argument("--lazyppl", required=True, type=Path, help="LazyPPL module (exports model)")
+    p.add_argument("--scope", action="append", required=True, metavar="NAME=DATA.json",
+                   help="a named data set; repeat for several scopes")
+    p.add_argument("--parameters", help="comma-separated base names to compare (default: "
+                   "every name in the LazyPPL draw)")
+    p.add_argument("--settings", type=Path, help="JSON file of settings (SPEC §5 groups)")
+    p.add_argument("--json", action="store_true", help="print the full evidence as JSON")
+    p.add_argument("--no-save", action="store_true", help="do not store the result")
+
+
+def add_batch_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("source", choices=["posteriordb"])
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--posteriors", help="comma-separated posterior names")
+    which.add_argument("--all", action="store_true", help="every translated posterior (default)")
+    p.add_argument("--settings", type=Path, help="JSON file of settings (SPEC §5 groups)")
+    p.add_argument("--json", action="store_true", help="print the batch report as JSON")
+    p.add_argument("--fresh", action="store_true",
+                   help="recompute audits even when an identical one is stored")
+
+
+def _settings(path: Path | None) -> AuditSettings:
+    if path is None:
+        return AuditSettings()
+    try:
+        return AuditSettings.model_validate(json.loads(path.read_text()))
+    except (OSError, ValueError) as err:
+        raise InvalidRequest(f"settings file {path}: {err}") from None
+
+
+def _scopes(specs: list[str]) -> dict[str, dict]:
+    scopes = {}
+    for spec in specs:
+        name, sep, file = spec.partition("=")
+        if not sep or not name or not file:
+            raise InvalidRequest(f"--scope takes NAME=DATA.json, got {spec!r}")
+        try:
+            data = json.loads(Path(file).read_text())
+        except (OSError, ValueError) as err:
+            raise InvalidRequest(f"scope {name!r}: cannot read {file}: {err}") from None
+        if not isinstance(data, dict):
+            raise InvalidRequest(f"scope {name!r}: {file} must hold a JSON object")
+        scopes[name] = data
+    return scopes
+
+
+class _Progress:
+    """A one-line live status on stderr (stdout stays clean for --json)."""
+
+    def __init__(self, console: Console, prefix: str = "") -> None:
+        self.console, self.prefix, self.status = console, prefix, None
+        self.started = time.monotonic()
+
+    def __enter__(self):
+        self.status = self.console.status(f"{self.prefix}starting")
+        self.status.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.status.__exit__(*exc)
+
+    def __call__(self, event: str, **info) -> None:
+        t = f"[{time.monotonic() - self.started:5.0f} s]"
+        if event == "fit":
+            msg = (f"scope {info['scope']}: fitting {info['language']} "
+                   f"(look {info['look']}, {info['draws']} draws per chain)")
+        elif event == "compare":
+            msg = f"scope {info['scope']}: comparing"
+        elif event == "scope_done":
+            self.console.print(f"{t} {self.prefix}scope {info['scope']}: {info['verdict']}")
+            return
+        else:
+            msg = event
+        self.status.update(f"{t} {self.prefix}{msg}")
+
+
+def _session_factory():
+    from service.config import get_settings
+    from service.db.base import make_engine, make_session_factory
+    from service.db.migrate import upgrade
+
+    url = get_settings().database_url
+    upgrade(url)
+    return make_session_factory(make_engine(url))
+
+
+def store_result(sessions, request: pipeline.AuditRequest, evidence: dict, fits: dict,
+                 *, source: str, posterior: str | None = None) -> uuid.UUID:
+    """Write a finished local audit (programs, data, fits, rows, verdict) in one transaction."""
+    from service.db import audits as repo
+
+    with sessions.begin() as session:
+        audit = repo.create_audit(
+            session, name=request.name, pymc_source=request.pymc_source,
+            lazyppl_source=request.lazyppl_source, scopes=request.scopes,
+            parameters=request.parameters, settings=request.settings.model_dump(mode="json"),
+            source=source, posterior=posterior)
+        repo.set_status(session, audit, "running")
+        for scope, ev in evidence.get("scopes", {}).items():
+            scope_fits = [(look, f) for (s, _lang, look), f in fits.items() if s == scope]
+            repo.store_scope_outcome(session, audit, scope, ev, scope_fits, seconds=ev.get("seconds"))
+        repo.set_status(session, audit, "done", verdict=evidence["verdict"],
+                        reason=evidence.get("reason"), error=evidence.get("error"),
+                        evidence=evidence)
+        return audit.id
+
+
+def _run_with_progress(request: pipeline.AuditRequest, console: Console, prefix: str = ""):
+    with _Progress(console, prefix) as progress:
+        return pipeline.run_audit(request, progress=progress)
+
+
+def audit_main(args: argparse.Namespace) -> int:
+    """Run one audit locally; exit 0 for any verdict, 2 if the audit could not run."""
+    out, err = Console(), Console(stderr=True)
+    try:
+        name = args.pymc.parent.name if args.pymc.stem == "model" else args.pymc.stem
+        request = pipeline.AuditRequest(
+            name=name, pymc_source=args.pymc.read_text(), lazyppl_source=args.lazyppl.read_text(),
+            scopes=_scopes(args.scope),
+            parameters=[p.strip() for p in args.parameters.split(",")] if args.parameters else None,
+            settings=_settings(args.settings))
+    except (OSError, AuditError) as e:
+        err.print(f"ppl-audit: {e}", style="red", markup=False)
+        return 2
+    evidence, fits = _run_with_progress(request, err)
+    if not args.no_save:
+        evidence["id"] = str(store_result(_session_factory(), request, evidence, fits, source="cli"))
+    if args.json:
+        print(json.dumps(evidence, indent=2))
+    else:
+        print_audit(out, evidence)
+    return 0
+
+
+def corpus_request(name: str, settings: AuditSettings) -> pipeline.AuditRequest:
+    """The audit of one shipped posteriordb posterior (reference checked on ``full``)."""
+    from corpus.loader import load
+
+    entry = load(name)
+    return pipeline.AuditRequest(
+        name=name, pymc_source=entry.pymc_source, lazyppl_source=entry.lazyppl_source,
+        scopes=entry.scopes, parameters=entry.parameters, settings=settings,
+        reference=entry.reference, reference_scope="full")
+
+
+def find_reusable(sessions, request: pipeline.AuditRequest, posterior: str) -> dict | None:
+    """A stored, finished audit of the same programs, data and settings, if any."""
+    import sqlalchemy as sa
+
+    from service.db.models import Audit
+
+    want = pipeline.provenance(request)
+    settings = request.settings.model_dump(mode="json")
+    with sessions() as session:
+        stored = session.scalars(
+            sa.select(Audit).where(Audit.posterior == posterior, Audit.status == "done")
+            .order_by(Audit.created_at.desc()))
+        for audit in stored:
+            ev = audit.evidence or {}
+            if (all(ev.get(k) == v for k, v in want.items()) and audit.settings == settings
+                    and ev.get("verdict") != "error"):
+                return {**ev, "id": str(audit.id)}
+    return None
+
+
+def batch_entry(evidence: dict, seconds: float, reused: bool) -> dict:
+    """One posterior's row of the batch report."""
+    scopes = evidence.get("scopes", {})
+    full = scopes.get("full", {})
+    ref = full.get("reference") or {}
+    return {
+        "posterior": evidence["name"], "audit_id": evidence.get("id"),
+        "verdict": evidence["verdict"], "reason": evidence.get("reason"),
+        "scopes": {n: {"verdict": ev.get("verdict"), "reason": ev.get("reason"),
+                       "hints": ev.get("hints", [])} for n, ev in scopes.items()},
+        "reference": {
+            "pymc_vs_reference": (ref.get("pymc_vs_reference") or {}).get("verdict"),
+            "lazyppl_vs_reference": (ref.get("lazyppl_vs_reference") or {}).get("verdict"),
+            "lazyppl_vs_pymc": full.get("lazyppl_vs_pymc"),
+        },
+        "seconds": round(seconds, 2), "reused": reused,
+    }
+
+
+def run_batch(names: list[str], settings: AuditSettings, *, console: Console, fresh: bool = False,
+              save: bool = True) -> dict:
+    """Audit each posterior in turn (reusing identical stored audits) and summarise."""
+    sessions = _session_factory() if save else None
+    entries, evidences = [], []
+    started = time.monotonic()
+    for i, name in enumerate(names, 1):
+        t0 = time.monotonic()
+        prefix = f"[{i}/{len(names)}] {name}: "
+        try:
+            request = corpus_request(name, settings)
+        except (KeyError, OSError, ValueError) as e:
+            raise InvalidRequest(f"posterior {name!r}: {e}") from None
+        evidence = None if (fresh or not save) else find_reusable(sessions, request, name)
+        reused = evidence is not None
+        if evidence is None:
+            evidence, fits = _run_with_progress(request, console, prefix)
+            if save:
+                evidence["id"] = str(store_result(sessions, request, evidence, fits,
+                                                  source="cli-batch", posterior=name))
+        entry = batch_entry(evidence, time.monotonic() - t0, reused)
+        console.print(f"{prefix}{entry['verdict']}{' (stored result reused)' if reused else ''}"
+                      f" in {entry['seconds']:.0f} s")
+        entries.append(entry)
+        evidences.append(evidence)
+    return {"source": "posteriordb", "posteriors": entries,
+            "summary": batch_summary(evidences), "settings": settings.model_dump(mode="json"),
+            "seconds": round(time.monotonic() - started, 1)}
+
+
+def batch_main(args: argparse.Namespace) -> int:
+    """A local batch over the shipped corpus, with progress and the SPEC §4 summary."""
+    from corpus.loader import list_posteriors
+
+    out, err = Console(), Console(stderr=True)
+    try:
+        available = list_posteriors()
+        if args.posteriors:
+            names = [n.strip() for n in args.posteriors.split(",") if n.strip()]
+            unknown = [n for n in names if n not in available]
+            if unknown:
+                raise InvalidRequest(f"not in the translated corpus: {', '.join(unknown)}")
+        else:
+            names = available
+        report = run_batch(names, _settings(args.settings), console=err, fresh=args.fresh)
+    except AuditError as e:
+        err.print(f"ppl-audit: {e}", style="red", markup=False)
+        return 2
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_batch(out, report)
+    return 0
