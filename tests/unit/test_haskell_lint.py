@@ -1,0 +1,168 @@
+"""The LazyPPL source lint (no GHC needed): what it refuses, where, and what it lets by."""
+from __future__ import annotations
+
+import pytest
+
+from haskell_bridge.lint import lint, normalise_source
+from workers.errors import ProgramRefused
+
+EIGHT_SCHOOLS = """\
+module Model (model) where
+
+import Control.Monad (replicateM)
+import LazyPPL
+import LazyPPL.Distributions
+import LazyPPL.Bridge
+
+model :: Data -> Meas Draw
+model d = do
+  let ys     = reals "y" d
+      sigmas = reals "sigma" d
+  mu         <- sample (normal 0 5)
+  tau        <- sample (abs <$> cauchy 0 5)          -- half-Cauchy
+  thetaTrans <- replicateM (int "J" d) (sample (normal 0 1))
+  let theta = [mu + tau * t | t <- thetaTrans]
+  sequence_ [score (normalPdf th s y) | (th, s, y) <- zip3 theta sigmas ys]
+  return (draw [scalar "mu" mu, scalar "tau" tau, vector "theta" theta])
+"""
+
+HEADER = "module Model (model) where\n"
+
+
+def refused(source: str) -> ProgramRefused:
+    with pytest.raises(ProgramRefused) as info:
+        lint(source)
+    err = info.value
+    assert err.details["language"] == "lazyppl"
+    return err
+
+
+def test_spec_example_passes():
+    lint(EIGHT_SCHOOLS)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{-# LANGUAGE ScopedTypeVariables, BangPatterns #-}\n" + HEADER,
+        "{-# language lambdacase #-}\n" + HEADER,
+        "{-# LANGUAGE TupleSections\n           , ExtendedDefaultRules\n  #-}\n" + HEADER,
+        "-- a comment\n{- block {- nested -} still comment -}\n" + HEADER,
+        HEADER + 'x :: String\nx = "{-# OPTIONS_GHC -F -pgmF /bin/sh #-}"\n',
+        HEADER + "c :: Char\nc = '\"'\ns :: String\ns = \"{-# OPTIONS_GHC #-}\"\n",
+        HEADER + "s :: String\ns = \"a\\\"{-# RULES #-}\\\\\"\n",
+        HEADER + 's :: String\ns = "gap \\\n   \\continues {-# OPTIONS #-}"\n',
+        HEADER + "import qualified Data.Map.Strict as M\nimport Numeric.Log (Log(..))\n",
+        HEADER + "import safe Data.List (sortBy)\n",
+        HEADER + "f' :: Int -> Int\nf' x' = x' + 1\nq = ['a', '\\n', '\\'', '\\\\', '\\SOH', '\\^A', '\\123']\n",
+        HEADER + "(-->) :: Bool -> Bool -> Bool\na --> b = not a || b\n",
+        HEADER + "x = 1\t+ 2\n",
+        HEADER.replace("\n", "\r\n") + "x = 1\r\n",
+        HEADER + "μ :: Double\nμ = 1 -- µ and σ in a comment\n",
+        "\ufeff" + HEADER,
+        HEADER + "x = [1..10]\ny = 1.5e-3\nz = 0x1F\n",
+    ],
+)
+def test_accepted(source):
+    lint(source)
+
+
+@pytest.mark.parametrize(
+    ("source", "line", "words"),
+    [
+        ("{-# OPTIONS_GHC -F -pgmF /tmp/x #-}\n" + HEADER, 1, "OPTIONS_GHC"),
+        ("{-# options_ghc -F -pgmF /tmp/x #-}\n" + HEADER, 1, "options_ghc"),
+        ("{-# Options_Ghc -ddump-to-file #-}\n" + HEADER, 1, "Options_Ghc"),
+        ("{-#OPTIONS -cpp#-}\n" + HEADER, 1, "OPTIONS"),
+        ("{-# INCLUDE <stdio.h> #-}\n" + HEADER, 1, "INCLUDE"),
+        (HEADER + "f :: Int\nf = 1\n{-# RULES \"f\" f = 2 #-}\n", 4, "RULES"),
+        (HEADER + "{-# SPECIALISE f :: Int #-}\n", 2, "SPECIALISE"),
+        (HEADER + "{-# NOINLINE f #-}\n", 2, "NOINLINE"),
+        (HEADER + "{-# ANN module \"x\" #-}\n", 2, "ANN"),
+        ("{-# LANGUAGE CPP #-}\n" + HEADER, 1, "CPP"),
+        ("{-# language cpp #-}\n" + HEADER, 1, "cpp"),
+        ("{-# LANGUAGE BangPatterns, TemplateHaskell #-}\n" + HEADER, 1, "TemplateHaskell"),
+        ("{-# LANGUAGE QuasiQuotes #-}\n" + HEADER, 1, "QuasiQuotes"),
+        ("{-# LANGUAGE Unsafe #-}\n" + HEADER, 1, "Unsafe"),
+        ("{-# LANGUAGE Trustworthy #-}\n" + HEADER, 1, "Trustworthy"),
+        ("{-# LANGUAGE ForeignFunctionInterface #-}\n" + HEADER, 1, "ForeignFunctionInterface"),
+        ("{-# LANGUAGE MagicHash #-}\n" + HEADER, 1, "MagicHash"),
+        ("{-# LANGUAGE UnboxedTuples #-}\n" + HEADER, 1, "UnboxedTuples"),
+        ("{-# LANGUAGE GHCForeignImportPrim #-}\n" + HEADER, 1, "GHCForeignImportPrim"),
+        ("{-# LANGUAGE PackageImports #-}\n" + HEADER, 1, "PackageImports"),
+        ("{-# LANGUAGE GeneralizedNewtypeDeriving #-}\n" + HEADER, 1, "GeneralizedNewtypeDeriving"),
+        ("{-# LANGUAGE BangPatterns -- x\n #-}\n" + HEADER, 1, "malformed"),
+        ("{-# LANGUAGE #-}\n" + HEADER, 1, "malformed"),
+        ("#include \"/etc/passwd\"\n" + HEADER, 1, "#"),
+        (HEADER + "  #define X 1\n", 2, "#"),
+        ("#!/usr/bin/env runghc\n" + HEADER, 1, "#"),
+        (HEADER + "# 1 \"other.hs\"\n", 2, "#"),
+        (HEADER + "{-\n#include \"/etc/shadow\"\n-}\n", 3, "#"),
+        (HEADER + "foreign import ccall \"exit\" c_exit :: Int -> IO ()\n", 2, "foreign"),
+        (HEADER + "foreign export ccall f :: Int -> Int\n", 2, "foreign"),
+        (HEADER + "import System.IO.Unsafe (unsafePerformIO)\n", 2, "System.IO.Unsafe"),
+        (HEADER + "import System.Process\n", 2, "System.Process"),
+        (HEADER + "import qualified System.IO as IO\n", 2, "System.IO"),
+        (HEADER + "import Debug.Trace\n", 2, "Debug.Trace"),
+        (HEADER + "import Data.IORef\n", 2, "Data.IORef"),
+        (HEADER + "import Control.Exception\n", 2, "Control.Exception"),
+        (HEADER + "import Control.Concurrent\n", 2, "Control.Concurrent"),
+        (HEADER + "import GHC.Exts\n", 2, "GHC.Exts"),
+        (HEADER + "import Foreign.Ptr\n", 2, "Foreign.Ptr"),
+        (HEADER + "import Unsafe.Coerce\n", 2, "Unsafe.Coerce"),
+        (HEADER + "import LazyPPL.Harness\n", 2, "LazyPPL.Harness"),
+        (HEADER + "import Language.Haskell.TH\n", 2, "Language.Haskell.TH"),
+        (HEADER + "import \"base\" Data.List\n", 2, "package-qualified"),
+        (HEADER + "import\n  qualified\n  System.IO.Unsafe as U\n", 2, "System.IO.Unsafe"),
+        ("module Main where\n", 1, "header"),
+        ("module Model where\n", 1, "header"),
+        ("module Model (model, main) where\n", 1, "header"),
+        ("import Prelude\n" + HEADER, 1, "header"),
+        ("x = 1\n", 1, "header"),
+        ("", 1, "header"),
+        # A pragma hidden behind what only looks like a line comment: |-- is an operator.
+        (HEADER + "x |-- {-# OPTIONS_GHC -F #-}\n", 2, "OPTIONS_GHC"),
+        (HEADER + "x = y -->{-# SCC \"x\" #-} z\n", 2, "SCC"),
+        # Pragma-looking text in comments is refused too (never guess about comments).
+        (HEADER + "-- {-# OPTIONS_GHC -F #-}\n", 2, "comment"),
+        (HEADER + "{- outer {- inner -} {-# OPTIONS_GHC #-} -}\n", 2, "comment"),
+        # After a nested comment closes, code resumes: the pragma is live.
+        (HEADER + "{- {- -} -} {-# OPTIONS_GHC -pgmF x #-}\n", 2, "OPTIONS_GHC"),
+        # A string that ends early (escaped backslash) leaves the pragma outside it.
+        (HEADER + 's = "\\\\" {-# OPTIONS_GHC #-} "x"\n', 2, "OPTIONS_GHC"),
+        (HEADER + "{-# LANGUAGE TemplateHaskell #-}\nx = 'f\n", 2, "TemplateHaskell"),
+        (HEADER + "x = 'f\n", 2, "quote"),
+        (HEADER + 's = "abc\ndef"\n', 2, "line break"),
+        (HEADER + 's = "abc\n', 2, "line break"),
+        (HEADER + "{- never closed\n", 2, "unterminated"),
+        (HEADER + "{-# LANGUAGE BangPatterns\n", 2, "unterminated"),
+        (HEADER + "x = 1 -- \u202e reversed\n", 2, "U+202E"),
+        (HEADER + "x = 1\x00\n", 2, "U+0000"),
+        ("{-# OPTIONS_GHC -F #-}\r\n" + HEADER, 1, "OPTIONS_GHC"),
+        (HEADER.replace("\n", "\r\n") + "\r\nimport System.IO\r\n", 3, "System.IO"),
+        ("\t{-#\tOPTIONS_GHC\t-F #-}\n" + HEADER, 1, "OPTIONS_GHC"),
+    ],
+)
+def test_refused(source, line, words):
+    err = refused(source)
+    assert err.details["line"] == line, err.message
+    assert words.lower() in err.message.lower(), err.message
+
+
+def test_refusal_message_names_line_and_language():
+    err = refused(HEADER + "\n\nimport System.IO.Unsafe\n")
+    assert err.to_dict() == {
+        "code": "refused",
+        "message": err.message,
+        "details": {"language": "lazyppl", "line": 4},
+    }
+    assert "(lazyppl program, line 4)" in str(err)
+
+
+def test_oversized_source_refused():
+    err = refused(HEADER + "-- " + "x" * 300_000 + "\n")
+    assert "longer than" in err.message
+
+
+def test_normalise_source_line_endings():
+    assert normalise_source("\ufeffa\r\nb\rc\n") == "a\nb\nc\n"
