@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Everything ppl-audit needs on a fresh Debian machine with Python 3.11 and root:
+# Debian packages (GHC and its libraries, Chromium), the .venv with ppl-audit, and the
+# lazyppl Haskell library built once into a private package database. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-system.sh
+bash scripts/install-python.sh
+bash scripts/build-lazyppl.sh
