@@ -106,7 +106,7 @@ def upgrade() -> None:
     sa.Column('id', sa.Integer(), nullable=False),
     sa.Column('audit_id', sa.Uuid(), nullable=False),
     sa.Column('scope', sa.String(length=100), nullable=False),
-    sa.Column('against', sa.String(length=16), nullable=False),
+    sa.Column('pair', sa.String(length=32), nullable=False),
     sa.Column('parameter', sa.String(length=200), nullable=False),
     sa.Column('d', sa.Double(), nullable=True),
     sa.Column('d_lo', sa.Double(), nullable=True),
@@ -119,7 +119,7 @@ def upgrade() -> None:
     sa.CheckConstraint("verdict IN ('agree', 'inconclusive', 'disagree', 'error')", name=op.f('ck_comparisons_verdict')),
     sa.ForeignKeyConstraint(['audit_id'], ['audits.id'], name=op.f('fk_comparisons_audit_id_audits'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_comparisons')),
-    sa.UniqueConstraint('audit_id', 'scope', 'against', 'parameter', name=op.f('uq_comparisons_audit_id_scope_against_parameter'))
+    sa.UniqueConstraint('audit_id', 'scope', 'pair', 'parameter', name=op.f('uq_comparisons_audit_id_scope_pair_parameter'))
     )
     op.create_table('events',
     sa.Column('id', sa.Integer(), nullable=False),

@@ -156,19 +156,19 @@ class Comparison(Base):
     """One row of SPEC §4: parameter θ on one scope, candidate vs baseline.
 
     d is in units of the baseline posterior SD; r = s_candidate / s_baseline.
-    ``against`` is "pymc" for the LazyPPL-vs-PyMC rows and "reference" for the PyMC
-    fit checked against posteriordb's reference draws.
+    ``pair`` names candidate and baseline: ``lazyppl_vs_pymc`` (the audit itself),
+    ``pymc_vs_reference`` and ``lazyppl_vs_reference`` (posteriordb's reference draws).
     """
 
     __tablename__ = "comparisons"
     __table_args__ = (
-        sa.UniqueConstraint("audit_id", "scope", "against", "parameter"),
+        sa.UniqueConstraint("audit_id", "scope", "pair", "parameter"),
         sa.CheckConstraint(_in("verdict", VERDICTS), name="verdict"),
     )
     id: Mapped[int] = mapped_column(primary_key=True)
     audit_id: Mapped[uuid.UUID] = mapped_column(sa.ForeignKey("audits.id", ondelete="CASCADE"))
     scope: Mapped[str] = mapped_column(sa.String(100))
-    against: Mapped[str] = mapped_column(sa.String(16), default="pymc")
+    pair: Mapped[str] = mapped_column(sa.String(32), default="lazyppl_vs_pymc")
     parameter: Mapped[str] = mapped_column(sa.String(200))
     d: Mapped[float | None]
     d_lo: Mapped[float | None]

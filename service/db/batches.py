@@ -1,0 +1,67 @@
+"""Repository of the batch aggregate: a posteriordb batch and the audits it fans out."""
+from __future__ import annotations
+
+import uuid
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+from service.db.audits import add_event
+from service.db.models import Audit, Batch
+
+
+def create_batch(session: Session, *, source: str, posteriors: list[str], settings: dict) -> Batch:
+    batch = Batch(id=uuid.uuid4(), source=source, posteriors=posteriors, settings=settings,
+                  status="queued")
+    session.add(batch)
+    session.flush()
+    add_event(session, batch_id=batch.id, kind="created", to_status="queued",
+              data={"posteriors": len(posteriors)})
+    return batch
+
+
+def get_batch(session: Session, batch_id: uuid.UUID) -> Batch | None:
+    return session.get(Batch, batch_id)
+
+
+def lock_batch(session: Session, batch_id: uuid.UUID) -> Batch | None:
+    return session.scalar(sa.select(Batch).where(Batch.id == batch_id).with_for_update()
+                          .execution_options(populate_existing=True))
+
+
+def list_batches(session: Session, *, limit: int = 50, offset: int = 0) -> tuple[list[Batch], int]:
+    total = session.scalar(sa.select(sa.func.count()).select_from(Batch)) or 0
+    rows = session.scalars(sa.select(Batch).order_by(Batch.created_at.desc())
+                           .limit(limit).offset(offset)).all()
+    return list(rows), total
+
+
+def batch_audits(session: Session, batch_id: uuid.UUID) -> list[Audit]:
+    return list(session.scalars(sa.select(Audit).where(Audit.batch_id == batch_id)
+                                .order_by(Audit.posterior, Audit.name)))
+
+
+def audit_for_posterior(session: Session, batch_id: uuid.UUID, posterior: str) -> Audit | None:
+    return session.scalar(sa.select(Audit).where(Audit.batch_id == batch_id,
+                                                 Audit.posterior == posterior))
+
+
+def set_batch_status(session: Session, batch: Batch, status: str, *,
+                     summary: dict | None = None, message: str | None = None) -> None:
+    previous = batch.status
+    batch.status = status
+    if summary is not None:
+        batch.summary = summary
+    if previous != status:
+        add_event(session, batch_id=batch.id, kind="status", from_status=previous,
+                  to_status=status, message=message)
+
+
+def progress(audits: list[Audit], expected: int) -> dict:
+    """Counts by status and the fraction finished (done or failed) of ``expected`` audits."""
+    counts = {s: 0 for s in ("queued", "running", "done", "failed")}
+    for a in audits:
+        counts[a.status] = counts.get(a.status, 0) + 1
+    finished = counts["done"] + counts["failed"]
+    return {"expected": expected, "created": len(audits), **counts,
+            "finished": finished, "fraction": (finished / expected) if expected else 1.0}

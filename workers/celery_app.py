@@ -1,0 +1,75 @@
+"""The Celery application (Redis broker) and the dispatcher the API uses to send work.
+
+Delivery guarantees: a task is acknowledged only after it finished (``acks_late``) and
+is requeued when its worker process dies (``task_reject_on_worker_lost``); each worker
+process reserves one task at a time (prefetch 1) because one audit step keeps two cores
+busy. After a whole worker is lost, Redis redelivers its unacknowledged task once the
+visibility timeout passes, which is set above the hard time limit so that a task
+still running is never handed to a second worker. The steps are idempotent, so a
+redelivered task writes nothing twice.
+
+Start a worker with ``ppl-audit worker`` (or ``celery -A workers.celery_app worker``).
+"""
+from __future__ import annotations
+
+import uuid
+
+from celery import Celery
+
+from service.config import Settings, get_settings
+
+TASK_SCOPE = "ppl_audit.run_audit_scope"
+TASK_FINISH = "ppl_audit.finish_audit"
+TASK_BATCH = "ppl_audit.run_batch"
+
+
+def create_celery(settings: Settings) -> Celery:
+    limits = settings.celery
+    app = Celery("ppl_audit", broker=settings.broker_url, backend=settings.result_backend)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_time_limit=limits.task_time_limit,
+        task_soft_time_limit=limits.soft_time_limit,
+        broker_transport_options={"visibility_timeout": limits.effective_visibility_timeout},
+        result_backend_transport_options={"visibility_timeout": limits.effective_visibility_timeout},
+        task_default_queue=limits.queue,
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        task_ignore_result=settings.result_backend is None,
+        broker_connection_retry_on_startup=True,
+        worker_hijack_root_logger=False,
+        # one task per child process at a time; recycle children to bound memory growth
+        worker_max_tasks_per_child=50,
+        task_track_started=True,
+    )
+    app.ppl_settings = settings  # read by workers.tasks for the database URL
+    return app
+
+
+class CeleryDispatcher:
+    """Sends steps by task name, so the API does not import the worker code."""
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def scope(self, audit_id: uuid.UUID, scope: str) -> None:
+        self.app.send_task(TASK_SCOPE, kwargs={"audit_id": str(audit_id), "scope": scope})
+
+    def finish(self, audit_id: uuid.UUID) -> None:
+        self.app.send_task(TASK_FINISH, kwargs={"audit_id": str(audit_id)})
+
+    def batch(self, batch_id: uuid.UUID) -> None:
+        self.app.send_task(TASK_BATCH, kwargs={"batch_id": str(batch_id)})
+
+    def queue_length(self) -> int:
+        """Messages waiting in the broker's queue (Redis list length)."""
+        with self.app.connection_for_write() as conn:
+            client = conn.default_channel.client
+            return int(client.llen(self.app.conf.task_default_queue))
+
+
+app = create_celery(get_settings())
+app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
