@@ -1,0 +1,77 @@
+"""End to end with real PyMC and the real LazyPPL bridge (issue 5 acceptance)."""
+from pathlib import Path
+import json
+
+import pytest
+
+from workers import compare
+from workers.pipeline import AuditRequest, run_audit
+from workers.settings import AuditSettings
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+FIX = Path(__file__).resolve().parent.parent / "fixtures" / "eight_schools"
+
+
+def _request(lazyppl_file="Model.hs", settings=None, **kw):
+    return AuditRequest(
+        name="eight schools",
+        pymc_source=(FIX / "model.py").read_text(),
+        lazyppl_source=(FIX / lazyppl_file).read_text(),
+        scopes={"visible": json.loads((FIX / "visible.json").read_text()),
+                "full": json.loads((FIX / "full.json").read_text())},
+        settings=settings or AuditSettings(), **kw)
+
+
+@pytest.fixture(scope="module")
+def agreeing():
+    return run_audit(_request())
+
+
+def test_spec_pair_agrees_in_both_scopes(agreeing):
+    evidence, _ = agreeing
+    assert evidence["scope_verdicts"] == {"visible": "agree", "full": "agree"}, evidence["reason"]
+    assert evidence["verdict"] == "agree"
+    full = evidence["scopes"]["full"]
+    assert full["compared"] == ["mu", "tau"] + [f"theta[{i}]" for i in range(1, 9)]
+    assert full["uncompared_pymc"] == ["theta_trans"]
+    assert len(evidence["scopes"]["visible"]["compared"]) == 2 + 6
+
+
+def test_every_number_is_rederivable_from_the_stored_draws(agreeing):
+    evidence, fits = agreeing
+    rule = compare.Rule()
+    look = evidence["scopes"]["full"]["looks"][-1]["look"]
+    lazy, pymc = fits[("full", "lazyppl", look)], fits[("full", "pymc", look)]
+    for row in evidence["scopes"]["full"]["comparisons"]:
+        name = row["parameter"]
+        again = compare.compare_summaries(name, compare.summarize(lazy.draws[name]),
+                                          compare.summarize(pymc.draws[name]), rule)
+        assert again.d == pytest.approx(row["d"], abs=1e-12)
+        assert list(again.r_interval) == pytest.approx(row["R"], abs=1e-12)
+        assert again.verdict == row["verdict"]
+
+
+def test_full_cauchy_on_tau_disagrees_and_names_tau():
+    evidence, _ = run_audit(_request("ModelFullCauchy.hs"))
+    assert evidence["verdict"] == "disagree", evidence["reason"]
+    bad = {row["parameter"] for sc in evidence["scopes"].values()
+           for row in sc["comparisons"] if row["verdict"] == "disagree"}
+    assert "tau" in bad
+    assert "tau" in evidence["reason"]
+    tau_rows = [row for sc in evidence["scopes"].values() for row in sc["comparisons"]
+                if row["parameter"] == "tau" and row["verdict"] == "disagree"]
+    assert any("half" in h for row in tau_rows for h in row["hints"])
+
+
+def test_tiny_budget_is_inconclusive_and_says_why():
+    tiny = AuditSettings.model_validate({
+        "pymc": {"tune": 100, "draws": 60, "chains": 2},
+        "lazyppl": {"warmup": 200, "draws": 60, "thin": 1, "chains": 2},
+        "budget": {"max_looks": 1},
+    })
+    evidence, _ = run_audit(_request(settings=tiny))
+    assert evidence["verdict"] == "inconclusive"
+    for scope in evidence["scopes"].values():
+        assert scope["verdict"] == "inconclusive"
+        assert "ESS" in scope["reason"] and "budget spent" in scope["reason"]
