@@ -200,11 +200,25 @@ def comparison_rows(scope_evidence: dict) -> Iterable[tuple[str, dict]]:
             yield pair, row
 
 
+def _fit_items(fits) -> list[tuple[str, int, Any]]:
+    """(language, look, Fit) from {(language, look): Fit} or [(look, Fit) | Fit, ...]."""
+    if isinstance(fits, dict):
+        return sorted(((lang, look, f) for (lang, look), f in fits.items()),
+                      key=lambda t: (t[0], t[1]))
+    out = []
+    for item in fits:
+        look, fit = item if isinstance(item, tuple) else (0, item)
+        out.append((fit.language, look, fit))
+    return out
+
+
 def store_scope_outcome(session: Session, audit: Audit, scope: str, evidence: dict,
-                        fits: dict[tuple[str, int], Any]) -> ScopeResult:
-    """Write one scope's result, its fits (keyed (language, look)) and its per-parameter
-    rows. The caller holds the audit's lock and has checked the scope has no result."""
-    for (language, look), fit in sorted(fits.items()):
+                        fits, seconds: float | None = None) -> ScopeResult:
+    """Write one scope's result, its fits and its per-parameter rows. ``fits`` is
+    ``{(language, look): Fit}`` (as ``pipeline.ScopeOutcome.fits``) or a list of
+    ``(look, Fit)``. The caller holds the audit's lock and has checked that the scope
+    has no result yet."""
+    for language, look, fit in _fit_items(fits):
         session.add(FitRecord(
             audit_id=audit.id, scope=scope, language=language, look=look, chains=fit.n_chains,
             draws_per_chain=fit.n_draws, draws=encode_draws(fit.draws),
@@ -224,7 +238,8 @@ def store_scope_outcome(session: Session, audit: Audit, scope: str, evidence: di
         ))
     result = ScopeResult(audit_id=audit.id, scope=scope,
                          verdict=evidence.get("verdict", "inconclusive"),
-                         evidence=json_safe(evidence), seconds=_num(evidence.get("seconds")))
+                         evidence=json_safe(evidence),
+                         seconds=_num(seconds if seconds is not None else evidence.get("seconds")))
     session.add(result)
     add_event(session, audit_id=audit.id, batch_id=audit.batch_id, kind="scope_done",
               message=f"scope {scope}: {result.verdict}", data={"scope": scope})

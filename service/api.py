@@ -1,0 +1,109 @@
+"""The FastAPI application factory: REST resources (SPEC §5), the web pages, limits and
+the one place where errors become HTTP answers.
+
+Run with ``ppl-audit serve`` or ``uvicorn --factory service.api:create_app``.
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+import sqlalchemy as sa
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service import routes_audits, routes_batches, web
+from service.config import Settings, get_settings
+from service.db import make_engine, make_session_factory
+from service.http_limits import BodySizeLimit
+from service.submission import Dispatcher
+
+log = logging.getLogger("ppl_audit.api")
+VERSION = "0.1.0"
+
+
+def _where(loc) -> str:
+    parts = [str(p) for p in loc if p not in ("body",)]
+    return ".".join(parts) or "body"
+
+
+def validation_message(errors: list[dict]) -> str:
+    """One readable sentence per field error, e.g. ``settings.pymc.chainz: unknown key``."""
+    out = []
+    for e in errors:
+        kind, msg = e.get("type", ""), e.get("msg", "")
+        if kind == "json_invalid":
+            ctx = e.get("ctx", {}).get("error", "")
+            out.append(f"the request body is not valid JSON ({ctx})")
+            continue
+        if kind == "extra_forbidden":
+            msg = "unknown key (not allowed here)"
+        elif kind == "missing":
+            msg = "required field is missing"
+        out.append(f"{_where(e.get('loc', ()))}: {msg.removeprefix('Value error, ')}")
+    return "; ".join(out) or "invalid request"
+
+
+def _plain(errors: list[dict]) -> list[dict]:
+    """Validation errors without the offending input echoed back (it may be huge)."""
+    return [{"loc": list(e.get("loc", ())), "type": e.get("type"),
+             "msg": e.get("msg")} for e in errors]
+
+
+def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    engine = make_engine(settings.database_url)
+    if dispatcher is None:
+        from workers.celery_app import CeleryDispatcher, create_celery
+
+        dispatcher = CeleryDispatcher(create_celery(settings))
+
+    app = FastAPI(
+        title="ppl-audit", version=VERSION,
+        description="Do a PyMC program and a LazyPPL program define the same posterior? "
+                    "Submit translation pairs and posteriordb batches; read verdicts with evidence.",
+    )
+    app.state.settings = settings
+    app.state.engine = engine
+    app.state.sessions = make_session_factory(engine)
+    app.state.dispatcher = dispatcher
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        errors = exc.errors()
+        return JSONResponse({"message": validation_message(errors), "errors": _plain(errors)},
+                            status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException):
+        return JSONResponse({"message": str(exc.detail), "errors": []},
+                            status_code=exc.status_code, headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception):
+        log.exception("unexpected error on %s %s", request.method, request.url.path)
+        return JSONResponse({"message": "internal error (logged for the operators)", "errors": []},
+                            status_code=500)
+
+    @app.get("/api/v1/health", tags=["service"], summary="Database and broker reachable?")
+    def health() -> dict:
+        db_ok = broker_ok = True
+        try:
+            with engine.connect() as conn:
+                conn.execute(sa.text("SELECT 1"))
+        except Exception:
+            db_ok = False
+        try:
+            queued = dispatcher.queue_length() if hasattr(dispatcher, "queue_length") else None
+        except Exception:
+            broker_ok, queued = False, None
+        return {"database": db_ok, "broker": broker_ok, "queued_tasks": queued,
+                "version": VERSION}
+
+    app.include_router(routes_audits.router)
+    app.include_router(routes_batches.router)
+    app.include_router(web.router)
+    return app

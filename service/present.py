@@ -1,0 +1,96 @@
+"""Stored rows as the JSON the API returns (and the web page renders).
+
+``audit_summary`` is the list view; ``audit_detail`` adds the per-scope, per-parameter
+evidence of SPEC §4, the fits available for download and the event log.
+"""
+from __future__ import annotations
+
+from service.db import audits as audit_repo
+from service.db import batches as batch_repo
+from service.db.models import Audit, Batch
+
+API = "/api/v1"
+
+
+def _iso(t) -> str | None:
+    return t.isoformat() if t else None
+
+
+def audit_summary(a: Audit) -> dict:
+    return {
+        "id": str(a.id), "name": a.name, "status": a.status, "verdict": a.verdict,
+        "reason": a.reason, "source": a.source, "posterior": a.posterior,
+        "batch_id": str(a.batch_id) if a.batch_id else None,
+        "created_at": _iso(a.created_at), "updated_at": _iso(a.updated_at),
+        "started_at": _iso(a.started_at), "finished_at": _iso(a.finished_at),
+        "timings": a.timings,
+        "url": f"{API}/audits/{a.id}", "page": f"/audits/{a.id}",
+    }
+
+
+def audit_detail(session, a: Audit) -> dict:
+    results = audit_repo.scope_results(session, a.id)
+    scopes = []
+    for sc in a.scopes:
+        r = results.get(sc.scope)
+        scopes.append({
+            "scope": sc.scope, "data_sha256": sc.dataset.sha256,
+            "status": "done" if r else ("pending" if a.status not in ("done", "failed") else "not run"),
+            "verdict": r.verdict if r else None,
+            "evidence": r.evidence if r else None,
+        })
+    fits = [
+        {"scope": scope, "language": lang, "look": look, "chains": chains, "draws": draws,
+         "netcdf": f"{API}/audits/{a.id}/fits/{scope}/{lang}.nc"}
+        for scope, lang, look, chains, draws in audit_repo.fit_index(session, a.id)
+    ]
+    return {
+        **audit_summary(a),
+        "error": a.error,
+        "parameters": a.parameters,
+        "settings": a.settings,
+        "programs": {"pymc": {"sha256": a.pymc_program.sha256},
+                     "lazyppl": {"sha256": a.lazyppl_program.sha256}},
+        "scopes": scopes,
+        "evidence": a.evidence,
+        "fits": fits,
+        "events": [
+            {"at": _iso(e.created_at), "kind": e.kind, "from": e.from_status,
+             "to": e.to_status, "message": e.message}
+            for e in audit_repo.events(session, a.id)
+        ],
+    }
+
+
+def batch_detail(session, b: Batch) -> dict:
+    audits = batch_repo.batch_audits(session, b.id)
+    return {
+        "id": str(b.id), "source": b.source, "status": b.status,
+        "posteriors": b.posteriors, "settings": b.settings,
+        "created_at": _iso(b.created_at), "updated_at": _iso(b.updated_at),
+        "progress": batch_repo.progress(audits, len(b.posteriors)),
+        "summary": b.summary,
+        # while running: the same summary over the audits finished so far
+        "summary_so_far": None if b.summary else _partial_summary(audits),
+        "pending_posteriors": [n for n in b.posteriors if n not in {a.posterior for a in audits}],
+        "audits": [{**audit_summary(a), "scope_verdicts":
+                    (a.evidence or {}).get("scope_verdicts")} for a in audits],
+        "url": f"{API}/batches/{b.id}", "page": f"/batches/{b.id}",
+    }
+
+
+def _partial_summary(audits) -> dict | None:
+    from workers import compare
+
+    finished = [a for a in audits if a.status in ("done", "failed")]
+    if not finished:
+        return None
+    return compare.batch_summary([{"verdict": a.verdict or "error",
+                                   "scopes": (a.evidence or {}).get("scopes") or {}}
+                                  for a in finished])
+
+
+def batch_summary_row(b: Batch) -> dict:
+    return {"id": str(b.id), "source": b.source, "status": b.status,
+            "posteriors": len(b.posteriors), "created_at": _iso(b.created_at),
+            "summary": b.summary, "url": f"{API}/batches/{b.id}", "page": f"/batches/{b.id}"}

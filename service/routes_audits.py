@@ -1,0 +1,87 @@
+"""``/api/v1/audits``: submit a translation pair, read its status and evidence."""
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request, Response
+
+from service import present
+from service.auth import ReadAccess, SessionDep, WriteToken
+from service.db import audits as audit_repo
+from service.db.draws import decode_draws, to_netcdf
+from service.schemas import Accepted, AuditIn, Page, Problem
+from service.submission import Submission, create_audit, enqueue_scopes
+from workers.errors import InvalidRequest
+from workers.settings import AuditSettings
+
+router = APIRouter(prefix="/api/v1/audits", tags=["audits"])
+Verdict = Literal["agree", "inconclusive", "disagree", "error"]
+Status = Literal["queued", "running", "done", "failed"]
+ERRORS = {401: {"model": Problem}, 413: {"model": Problem}, 422: {"model": Problem}}
+
+
+@router.post("", status_code=202, response_model=Accepted, responses=ERRORS,
+             summary="Submit a translation pair")
+def submit_audit(body: AuditIn, request: Request, session: SessionDep, token: WriteToken,
+                 response: Response) -> Accepted:
+    """Verify both programs (nothing runs), store the audit and queue one task per scope.
+
+    A program refused by its verifier is recorded as an audit with verdict ``error``
+    and its reason (still ``202``: the audit exists and says why). A malformed request
+    is a ``422`` and nothing is stored or queued.
+    """
+    sub = Submission(name=body.name, pymc_source=body.pymc.source,
+                     lazyppl_source=body.lazyppl.source, scopes=body.scopes,
+                     parameters=body.parameters, settings=body.settings or AuditSettings())
+    try:
+        audit, queue = create_audit(session, sub)
+    except InvalidRequest as err:
+        session.rollback()
+        raise HTTPException(422, str(err)) from None
+    audit_repo.add_event(session, audit_id=audit.id, kind="submitted",
+                         message=f"submitted with token {token.name!r}")
+    session.commit()
+    if queue:
+        enqueue_scopes(request.app.state.dispatcher, audit)
+    response.headers["Location"] = f"/api/v1/audits/{audit.id}"
+    return Accepted(id=audit.id, status=audit.status, verdict=audit.verdict, reason=audit.reason,
+                    url=f"/api/v1/audits/{audit.id}", page=f"/audits/{audit.id}")
+
+
+@router.get("", response_model=Page, dependencies=[ReadAccess], summary="List audits")
+def list_audits(session: SessionDep,
+                verdict: Verdict | None = None, status: Status | None = None,
+                batch_id: uuid.UUID | None = None,
+                limit: Annotated[int, Query(ge=1, le=200)] = 50,
+                offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0) -> Page:
+    """Newest first; ``total`` counts every audit matching the filters."""
+    rows, total = audit_repo.list_audits(session, verdict=verdict, status=status,
+                                         batch_id=batch_id, limit=limit, offset=offset)
+    return Page(items=[present.audit_summary(a) for a in rows], total=total,
+                limit=limit, offset=offset)
+
+
+@router.get("/{audit_id}", dependencies=[ReadAccess], responses={404: {"model": Problem}},
+            summary="Status, verdict and evidence of one audit")
+def get_audit(audit_id: uuid.UUID, session: SessionDep) -> dict:
+    audit = audit_repo.get_audit(session, audit_id, full=True)
+    if audit is None:
+        raise HTTPException(404, f"no audit {audit_id}")
+    return present.audit_detail(session, audit)
+
+
+@router.get("/{audit_id}/fits/{scope}/{language}.nc", dependencies=[ReadAccess],
+            responses={200: {"content": {"application/x-netcdf": {}}}, 404: {"model": Problem}},
+            response_class=Response, summary="Draws of one fit as NetCDF (ArviZ InferenceData)")
+def download_fit(audit_id: uuid.UUID, scope: str, language: Literal["pymc", "lazyppl"],
+                 session: SessionDep) -> Response:
+    record = audit_repo.fit_record(session, audit_id, scope, language)
+    if record is None:
+        raise HTTPException(404, f"no {language} fit of scope {scope!r} in audit {audit_id}")
+    attrs = {"ppl_audit_audit": str(audit_id), "ppl_audit_scope": scope,
+             "ppl_audit_language": language, "ppl_audit_look": record.look}
+    body = to_netcdf(decode_draws(record.draws), attrs)
+    filename = f"{audit_id}-{scope}-{language}.nc"
+    return Response(body, media_type="application/x-netcdf",
+                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})

@@ -1,0 +1,65 @@
+"""``/api/v1/batches``: audit shipped posteriordb posteriors in bulk."""
+from __future__ import annotations
+
+import uuid
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Request, Response
+
+from service import present
+from service.auth import ReadAccess, SessionDep, WriteToken
+from service.db import batches as batch_repo
+from service.schemas import Accepted, BatchIn, Page, Problem
+from workers.settings import AuditSettings
+
+router = APIRouter(prefix="/api/v1/batches", tags=["batches"])
+
+
+def translated_posteriors() -> list[str]:
+    """Posteriors of the shipped corpus with both translations (empty if none ship)."""
+    try:
+        from corpus.loader import list_posteriors
+    except ImportError:
+        return []
+    return list_posteriors()
+
+
+@router.post("", status_code=202, response_model=Accepted,
+             responses={401: {"model": Problem}, 422: {"model": Problem}},
+             summary="Start a posteriordb batch")
+def submit_batch(body: BatchIn, request: Request, session: SessionDep, token: WriteToken,
+                 response: Response) -> Accepted:
+    """One audit per posterior, each on the ``visible`` and ``full`` scopes, with the
+    PyMC fit on ``full`` also checked against posteriordb's reference draws."""
+    known = translated_posteriors()
+    names = known if body.posteriors == "all" else list(body.posteriors)
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise HTTPException(422, f"unknown posterior(s): {', '.join(unknown[:10])}; "
+                                 f"translated posteriors: {', '.join(known) or 'none'}")
+    if not names:
+        raise HTTPException(422, "the shipped corpus has no translated posterior")
+    batch = batch_repo.create_batch(session, source=body.source, posteriors=names,
+                                    settings=(body.settings or AuditSettings()).model_dump(mode="json"))
+    session.commit()
+    request.app.state.dispatcher.batch(batch.id)
+    response.headers["Location"] = f"/api/v1/batches/{batch.id}"
+    return Accepted(id=batch.id, status=batch.status, url=f"/api/v1/batches/{batch.id}",
+                    page=f"/batches/{batch.id}")
+
+
+@router.get("", response_model=Page, dependencies=[ReadAccess], summary="List batches")
+def list_batches(session: SessionDep, limit: Annotated[int, Query(ge=1, le=200)] = 50,
+                 offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0) -> Page:
+    rows, total = batch_repo.list_batches(session, limit=limit, offset=offset)
+    return Page(items=[present.batch_summary_row(b) for b in rows], total=total,
+                limit=limit, offset=offset)
+
+
+@router.get("/{batch_id}", dependencies=[ReadAccess], responses={404: {"model": Problem}},
+            summary="Progress, SPEC §4 summary and audits of one batch")
+def get_batch(batch_id: uuid.UUID, session: SessionDep) -> dict:
+    batch = batch_repo.get_batch(session, batch_id)
+    if batch is None:
+        raise HTTPException(404, f"no batch {batch_id}")
+    return present.batch_detail(session, batch)
