@@ -1,0 +1,192 @@
+"""Shared fixtures for tests that need the real services (kept generic).
+
+* ``database_url`` — a throwaway PostgreSQL database ``ppl_audit_test_<random>`` on
+  127.0.0.1:5432 (user postgres, trust auth), migrated to head once per test session
+  and dropped afterwards. Override the server with ``PPL_AUDIT_TEST_PG``.
+* ``broker_url`` / ``celery_queue`` — Redis on 127.0.0.1:6379 (``PPL_AUDIT_TEST_REDIS``),
+  with a queue name unique to this test session so parallel runs never share work.
+* ``service_settings`` — a ``service.config.Settings`` for those, environment "test".
+* ``service_env`` — the same settings as ``PPL_AUDIT_*`` variables, for subprocesses.
+* ``db_sessions`` — a SQLAlchemy session factory on the test database.
+* ``app`` / ``client`` — the FastAPI app (real Celery dispatcher) and a TestClient.
+* ``api_token`` / ``auth_headers`` — a fresh API token and its Authorization header.
+* ``row_counts`` — a function returning {table: row count}; ``queue_length`` — a
+  function returning how many tasks wait in this session's queue.
+* ``start_worker`` — starts a real ``ppl-audit worker`` subprocess (stopped at teardown).
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PG = os.environ.get("PPL_AUDIT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")
+REDIS = os.environ.get("PPL_AUDIT_TEST_REDIS", "redis://127.0.0.1:6379/14")
+TABLES = ("programs", "datasets", "audits", "audit_scopes", "scope_results", "fits",
+          "comparisons", "batches", "api_tokens", "events")
+
+
+@pytest.fixture(scope="session")
+def database_url():
+    import sqlalchemy as sa
+
+    from service.db.migrate import upgrade
+
+    name = f"ppl_audit_test_{secrets.token_hex(4)}"
+    admin = sa.create_engine(f"{PG}/postgres", isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = f"{PG}/{name}"
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def broker_url():
+    return REDIS
+
+
+@pytest.fixture(scope="session")
+def celery_queue(broker_url):
+    import redis
+
+    queue = f"ppl-audit-test-{secrets.token_hex(4)}"
+    yield queue
+    redis.Redis.from_url(broker_url).delete(queue)
+
+
+@pytest.fixture(scope="session")
+def service_env(database_url, broker_url, celery_queue):
+    """Environment for service subprocesses; tight limits so a lost worker's task comes
+    back within the test (visibility timeout just above the hard limit)."""
+    return {
+        "PPL_AUDIT_ENVIRONMENT": "test",
+        "PPL_AUDIT_SECRET": "test-secret-" + "x" * 20,
+        "PPL_AUDIT_DATABASE_URL": database_url,
+        "PPL_AUDIT_BROKER_URL": broker_url,
+        "PPL_AUDIT_CELERY__QUEUE": celery_queue,
+        "PPL_AUDIT_CELERY__TASK_TIME_LIMIT": os.environ.get("PPL_AUDIT_TEST_TASK_LIMIT", "150"),
+        "PPL_AUDIT_CELERY__VISIBILITY_TIMEOUT": os.environ.get("PPL_AUDIT_TEST_VISIBILITY", "160"),
+    }
+
+
+@pytest.fixture(scope="session")
+def service_settings(service_env):
+    from service.config import Settings
+
+    env = {k.removeprefix("PPL_AUDIT_").lower(): v for k, v in service_env.items()
+           if "__" not in k}
+    return Settings(**env, celery={
+        "queue": service_env["PPL_AUDIT_CELERY__QUEUE"],
+        "task_time_limit": int(service_env["PPL_AUDIT_CELERY__TASK_TIME_LIMIT"]),
+        "visibility_timeout": int(service_env["PPL_AUDIT_CELERY__VISIBILITY_TIMEOUT"])})
+
+
+@pytest.fixture(scope="session")
+def db_sessions(database_url):
+    from service.db import make_engine, make_session_factory
+
+    engine = make_engine(database_url)
+    yield make_session_factory(engine)
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def app(service_settings):
+    from service.api import create_app
+
+    application = create_app(service_settings)
+    yield application
+    application.state.engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def client(app):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app) as c:
+        yield c
+
+
+@pytest.fixture(scope="session")
+def api_token(db_sessions, service_settings):
+    from service.db import tokens
+
+    with db_sessions.begin() as s:
+        _, plaintext = tokens.create_token(s, "tests", service_settings.secret)
+    return plaintext
+
+
+@pytest.fixture(scope="session")
+def auth_headers(api_token):
+    return {"Authorization": f"Bearer {api_token}"}
+
+
+@pytest.fixture
+def row_counts(db_sessions):
+    import sqlalchemy as sa
+
+    def count() -> dict[str, int]:
+        with db_sessions() as s:
+            return {t: s.scalar(sa.text(f"SELECT count(*) FROM {t}")) for t in TABLES}
+    return count
+
+
+@pytest.fixture
+def queue_length(broker_url, celery_queue):
+    import redis
+
+    client = redis.Redis.from_url(broker_url)
+    yield lambda: int(client.llen(celery_queue))
+    client.close()
+
+
+@pytest.fixture
+def start_worker(service_env, tmp_path):
+    """``start_worker(name)`` -> Popen of a real worker; all are killed at teardown."""
+    procs: list[subprocess.Popen] = []
+
+    def start(name: str = "w1", concurrency: int = 1) -> subprocess.Popen:
+        log = open(tmp_path / f"worker-{name}-{len(procs)}.log", "wb")
+        env = {**os.environ, **service_env}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "service.cli", "worker", f"--concurrency={concurrency}",
+             f"--hostname={name}-{secrets.token_hex(3)}@%h", "--log-level=INFO"],
+            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc.log_path = log.name
+        procs.append(proc)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def wait_for(predicate, timeout: float, interval: float = 0.5, what: str = "condition"):
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(interval)
