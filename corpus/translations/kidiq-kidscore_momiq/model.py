@@ -1,0 +1,18 @@
+"""posteriordb kidiq-kidscore_momiq (Stan: kidscore_momiq).
+
+kid_score ~ normal(beta[1] + beta[2] * mom_iq, sigma); beta flat, sigma half-Cauchy(0, 2.5).
+"""
+import numpy as np
+import pymc as pm
+
+
+def model(data):
+    kid_score = np.asarray(data["kid_score"], dtype=float)
+    mom_iq = np.asarray(data["mom_iq"], dtype=float)
+    with pm.Model() as m:
+        # Stan declares vector[2] beta with no prior statement: improper flat prior.
+        beta = pm.Flat("beta", shape=2)
+        # Stan: real<lower=0> sigma ~ cauchy(0, 2.5), i.e. half-Cauchy.
+        sigma = pm.HalfCauchy("sigma", 2.5)
+        pm.Normal("kid_score", beta[0] + beta[1] * mom_iq, sigma, observed=kid_score)
+    return m

@@ -1,0 +1,24 @@
+"""posteriordb kidiq_with_mom_work-kidscore_interaction_z (Stan: kidscore_interaction_z).
+
+Predictors standardised as (x - mean(x)) / (2 * sd(x)) with Stan's sample SD (N - 1
+denominator), computed from this scope's data; their product is the interaction.
+beta flat and sigma flat on (0, inf): Stan gives no priors.
+"""
+import numpy as np
+import pymc as pm
+
+
+def model(data):
+    kid_score = np.asarray(data["kid_score"], dtype=float)
+    mom_hs = np.asarray(data["mom_hs"], dtype=float)
+    mom_iq = np.asarray(data["mom_iq"], dtype=float)
+    z_mom_hs = (mom_hs - mom_hs.mean()) / (2.0 * mom_hs.std(ddof=1))
+    z_mom_iq = (mom_iq - mom_iq.mean()) / (2.0 * mom_iq.std(ddof=1))
+    inter = z_mom_hs * z_mom_iq
+    with pm.Model() as m:
+        # No prior statements in Stan: improper flat priors (sigma keeps lower=0).
+        beta = pm.Flat("beta", shape=4)
+        sigma = pm.HalfFlat("sigma")
+        mu = beta[0] + beta[1] * z_mom_hs + beta[2] * z_mom_iq + beta[3] * inter
+        pm.Normal("kid_score", mu, sigma, observed=kid_score)
+    return m

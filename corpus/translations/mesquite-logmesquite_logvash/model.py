@@ -1,0 +1,29 @@
+"""posteriordb mesquite-logmesquite_logvash (Stan: logmesquite_logvash).
+
+log(weight) ~ normal(beta[1] + beta[2] * log canopy volume + beta[3] * log canopy area
++ beta[4] * log canopy shape (diam1 / diam2) + beta[5] * log(total_height)
++ beta[6] * group, sigma); beta flat and sigma flat on (0, inf): Stan gives no priors.
+"""
+import numpy as np
+import pymc as pm
+
+
+def model(data):
+    def col(name):
+        return np.asarray(data[name], dtype=float)
+
+    log_weight = np.log(col("weight"))
+    X = np.column_stack([
+        np.log(col("diam1") * col("diam2") * col("canopy_height")),  # canopy volume
+        np.log(col("diam1") * col("diam2")),  # canopy area
+        np.log(col("diam1") / col("diam2")),  # canopy shape
+        np.log(col("total_height")),
+        col("group"),
+    ])
+    with pm.Model() as m:
+        # No prior statements in Stan: improper flat priors (sigma keeps lower=0).
+        beta = pm.Flat("beta", shape=6)
+        sigma = pm.HalfFlat("sigma")
+        mu = beta[0] + pm.math.dot(X, beta[1:])
+        pm.Normal("log_weight", mu, sigma, observed=log_weight)
+    return m
