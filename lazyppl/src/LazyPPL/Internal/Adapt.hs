@@ -1,0 +1,166 @@
+{-# LANGUAGE Trustworthy #-}
+-- | Warm-up adaptation for the default sampler.
+--
+-- The default kernel is a fixed mixture of a covariance random walk on the
+-- adapted sites, single-site walks, pCN and prior redraws (see
+-- "LazyPPL.Internal.Kernels").  During warm-up, each kernel's scale is tuned
+-- by a Robbins–Monro recursion on its log towards a target acceptance rate,
+-- and the walk's covariance is re-estimated at the end of each adaptation
+-- window from the states visited in that window (windows double in length, as
+-- in Stan's warm-up).  After warm-up everything is frozen, so the chain that
+-- produces draws is a time-homogeneous MH chain and exact.
+module LazyPPL.Internal.Adapt
+  ( Tuning (..)
+  , initialTuning
+  , mixture
+  , chooseKernel
+  , adaptAfter
+  , resetCounters
+  , Schedule (..)
+  , schedule
+  , reestimate
+  , maxFullCovarianceSites
+  ) where
+
+import qualified Data.IntMap.Strict as IM
+import qualified Data.Vector.Unboxed as U
+
+import LazyPPL.Internal.Core (Sites)
+import LazyPPL.Internal.Kernels
+import LazyPPL.Internal.Linear
+import LazyPPL.Internal.Random (Gen, nextUniform)
+
+-- | All tunable parameters of the default mixture.
+data Tuning = Tuning
+  { tuSites :: !(U.Vector Int)
+    -- ^ adapted sites (addresses), in a fixed order
+  , tuFactor :: !Factor
+    -- ^ covariance factor of the walk over 'tuSites'
+  , tuWalkScale :: !Double
+    -- ^ λ, the walk's global scale
+  , tuSingleScales :: !(U.Vector Double)
+    -- ^ per-site posterior standard deviations (z space)
+  , tuSingleScale :: !Double
+    -- ^ common factor for single-site steps
+  , tuBeta :: !Double
+    -- ^ pCN step β in (0, 1]
+  , tuCounts :: !(U.Vector Int)
+    -- ^ adaptation steps per kernel since the last reset
+  }
+
+-- | Mixture weights of walk, single-site, pCN and prior-redraw proposals.
+-- The walk does almost all the work on continuous posteriors; the others make
+-- the chain robust for sites outside the adapted set (changing dimension),
+-- discrete choices and heavy tails.
+mixtureWeights :: [Double]
+mixtureWeights = [0.7, 0.1, 0.1, 0.1]
+
+-- | Target acceptance rates of the four kernels (Roberts & Rosenthal: ≈0.234
+-- for many-dimensional walks, ≈0.44 for one-dimensional ones).
+targets :: [Double]
+targets = [0.25, 0.44, 0.25, 0]
+
+-- | Above this many adapted sites the walk uses per-site scales only.
+maxFullCovarianceSites :: Int
+maxFullCovarianceSites = 200
+
+-- | Tuning at the start of warm-up: isotropic steps over the initial sites.
+initialTuning :: Sites -> Tuning
+initialTuning sites =
+  Tuning
+    { tuSites = addrs
+    , tuFactor = DiagFactor (U.replicate d 1)
+    , tuWalkScale = 1 / sqrt (fromIntegral (max 1 d))
+    , tuSingleScales = U.replicate d 1
+    , tuSingleScale = 1
+    , tuBeta = 0.2
+    , tuCounts = U.replicate 4 0
+    }
+  where
+    addrs = U.fromList (IM.keys sites)
+    d = U.length addrs
+
+-- | The four kernels of the mixture, in 'mixtureWeights' order.
+mixture :: Tuning -> [Kernel]
+mixture t =
+  [ CovarianceWalk (tuSites t) (tuFactor t) (tuWalkScale t)
+  , SingleSite (tuSites t) (tuSingleScales t) (tuSingleScale t)
+  , Crank (tuBeta t)
+  , PriorRedraw (1 / fromIntegral (max 1 (U.length (tuSites t))))
+  ]
+
+-- | Draw which kernel to use for the next step: its index and the kernel.
+chooseKernel :: Tuning -> Gen -> (Int, Kernel, Gen)
+chooseKernel t g =
+  let (u, g') = nextUniform g
+      cumulative = scanl1 (+) mixtureWeights
+      i = length (takeWhile (<= u) cumulative)
+      i' = min i (length mixtureWeights - 1)
+  in (i', mixture t !! i', g')
+
+-- | Robbins–Monro update of kernel @i@'s scale after an outcome:
+-- log θ ← log θ + γ (accepted − target), with γ = (n + 1)^(−0.6).
+adaptAfter :: Int -> Outcome -> Tuning -> Tuning
+adaptAfter _ Unchanged t = t
+adaptAfter i outcome t = case i of
+  0 -> counted (t {tuWalkScale = clampScale (update (tuWalkScale t))})
+  1 -> counted (t {tuSingleScale = clampScale (update (tuSingleScale t))})
+  2 -> counted (t {tuBeta = min 1 (clampScale (update (tuBeta t)))})
+  _ -> t
+  where
+    n = tuCounts t U.! i
+    gamma = fromIntegral (n + 1) ** (-0.6) :: Double
+    accepted = if outcome == Accepted then 1 else 0
+    update x = x * exp (gamma * (accepted - targets !! i))
+    counted t' = t' {tuCounts = tuCounts t U.// [(i, n + 1)]}
+    clampScale = max 1e-12 . min 1e6
+
+-- | Restart the Robbins–Monro step sizes (at a window boundary).
+resetCounters :: Tuning -> Tuning
+resetCounters t = t {tuCounts = U.replicate 4 0}
+
+-- | Warm-up layout: an initial buffer (scales only), covariance windows
+-- ending at the given iterations, and a final buffer (scales only).
+data Schedule = Schedule
+  { scWindowStart :: !Int
+    -- ^ first iteration recorded for covariance estimation
+  , scWindowEnds :: ![Int]
+    -- ^ iterations (exclusive) at which a window ends and Σ is re-estimated
+  }
+
+-- | Stan-like windows: 15% initial buffer, 10% final buffer, middle windows
+-- doubling from 25 iterations, the last one stretched to the final buffer.
+-- Short warm-ups (< 150 iterations) adapt scales only.
+schedule :: Int -> Schedule
+schedule warmup
+  | warmup < 150 = Schedule warmup []
+  | otherwise = Schedule start (go start 25)
+  where
+    start = (warmup * 15) `div` 100
+    end = warmup - (warmup * 10) `div` 100
+    go s w
+      | s + w + 2 * w > end = [end]
+      | otherwise = (s + w) : go (s + w) (2 * w)
+
+-- | New tuning from the states recorded during a window (each a vector over
+-- the window's sites): covariance (or per-site variances) regularised, walk
+-- scale reset to 2.38/√d, single-site scales set to marginal SDs.
+reestimate :: U.Vector Int -> [U.Vector Double] -> Tuning -> Tuning
+reestimate addrs samples t = case covariance samples of
+  Nothing -> t
+  Just (_, cov) ->
+    let n = length samples
+        d = U.length addrs
+        reg = regularise n 1e-2 cov
+        sds = U.map sqrt (diagonal reg)
+        factor
+          | d > maxFullCovarianceSites = DiagFactor sds
+          | otherwise = maybe (DiagFactor sds) FullFactor (cholesky reg)
+    in resetCounters
+         t
+           { tuSites = addrs
+           , tuFactor = factor
+           , tuWalkScale = 2.38 / sqrt (fromIntegral (max 1 d))
+           , tuSingleScales = sds
+           , tuSingleScale = 2.38
+           }

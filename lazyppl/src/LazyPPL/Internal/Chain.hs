@@ -1,0 +1,199 @@
+{-# LANGUAGE Trustworthy #-}
+{-# LANGUAGE BangPatterns #-}
+-- | Seeded chains: warm-up with adaptation, frozen sampling, thinning, and
+-- several chains in parallel on GHC threads.
+--
+-- Iteration counting: @warmup@ is the number of warm-up MH iterations
+-- (proposals), then @draws × thin@ iterations follow of which every
+-- @thin@-th state is kept.  Chain @c@ of a run with seed @s@ uses the
+-- generator seeded by hash(s, c), so results do not depend on scheduling.
+module LazyPPL.Internal.Chain
+  ( KernelChoice (..)
+  , SamplerSettings (..)
+  , defaultSettings
+  , ChainResult (..)
+  , NoValidStart (..)
+  , runChain
+  , sampleChains
+  ) where
+
+import Control.Concurrent (forkIO, killThread)
+import Control.Concurrent.MVar (newEmptyMVar, putMVar, takeMVar)
+import Control.DeepSeq (NFData (..), force)
+import Control.Exception (Exception, SomeException, evaluate, throw, throwIO, try)
+import qualified Data.IntMap.Strict as IM
+import qualified Data.Vector.Unboxed as U
+import Data.Word (Word64)
+import GHC.Clock (getMonotonicTime)
+
+import LazyPPL.Internal.Adapt
+import LazyPPL.Internal.Core
+import LazyPPL.Internal.Kernels
+import LazyPPL.Internal.Random
+
+-- | Which MCMC kernel a chain runs.
+data KernelChoice
+  = -- | The project's adaptive Gaussian-space mixture (the default).
+    AdaptiveKernel
+  | -- | Upstream LazyPPL 'mh': each read site redrawn from the prior with
+    -- the given probability; no adaptation.
+    UpstreamMH !Double
+  | -- | Upstream 'mhirreducible' p q.
+    UpstreamIrreducible !Double !Double
+  | -- | pCN alone with β adapted during warm-up.
+    PCNKernel
+  deriving (Eq, Show)
+
+-- | Settings of a multi-chain run.
+data SamplerSettings = SamplerSettings
+  { ssKernel :: !KernelChoice
+  , ssChains :: !Int
+  , ssWarmup :: !Int
+    -- ^ warm-up iterations (MH proposals) per chain
+  , ssDraws :: !Int
+    -- ^ kept draws per chain
+  , ssThin :: !Int
+    -- ^ iterations per kept draw
+  , ssSeed :: !Word64
+  , ssMaxInitTries :: !Int
+    -- ^ fresh prior trees tried before giving up on a starting state
+  }
+  deriving (Eq, Show)
+
+-- | The recommended settings: 4 chains of the adaptive kernel, 4000 warm-up
+-- iterations, 1000 draws thinned by 10, seed 0, 1000 start tries.
+defaultSettings :: SamplerSettings
+defaultSettings = SamplerSettings AdaptiveKernel 4 4000 1000 10 0 1000
+
+-- | What one chain produced.
+data ChainResult a = ChainResult
+  { crDraws :: [a]
+    -- ^ kept draws, in order
+  , crAcceptance :: !Double
+    -- ^ fraction of accepted proposals after warm-up
+  , crEvaluations :: !Int
+    -- ^ model evaluations, including start-state search
+  , crInvalidWeights :: !Int
+    -- ^ evaluations whose weight was zero, NaN or infinite
+  , crInitTries :: !Int
+    -- ^ fresh trees drawn to find the starting state
+  , crSeconds :: !Double
+    -- ^ wall-clock seconds this chain ran
+  , crTuning :: [(String, Double)]
+    -- ^ frozen tuning parameters and per-kernel acceptance
+  }
+
+instance NFData a => NFData (ChainResult a) where
+  rnf r = rnf (crDraws r) `seq` rnf (crTuning r)
+
+-- | No state of finite positive weight was found.
+data NoValidStart = NoValidStart !Int
+  deriving (Show)
+
+instance Exception NoValidStart
+
+-- | Per-kernel post-warm-up statistics: proposals and acceptances.
+data Counters = Counters !(U.Vector Int) !(U.Vector Int)
+
+-- | Run chain number @c@ (0-based) to completion.  Pure; forcing it may throw
+-- the program's own exceptions or 'NoValidStart'.
+runChain :: NFData a => SamplerSettings -> Meas a -> Int -> ChainResult a
+runChain s m c =
+  case startState m (ssMaxInitTries s) g0 of
+    Left tries -> throw (NoValidStart tries)
+    Right (st0, tries, g1) -> case ssKernel s of
+      AdaptiveKernel -> adaptive st0 tries g1
+      PCNKernel -> fixedKernels (\t -> [Crank (tuBeta t)]) True st0 tries g1
+      UpstreamMH p -> fixedKernels (const [PriorRedraw p]) False st0 tries g1
+      UpstreamIrreducible p q -> fixedKernels (const [Restart q p]) False st0 tries g1
+  where
+    g0 = mkGen (combine (ssSeed s) (fromIntegral c))
+    eval = evaluateAt m
+    warmup = max 0 (ssWarmup s)
+    total = warmup + max 0 (ssDraws s) * max 1 (ssThin s)
+    thin = max 1 (ssThin s)
+
+    adaptive st0 tries g1 =
+      let sched = schedule warmup
+          pick t g = chooseKernel t g
+      in loop pick True sched (initialTuning (csSites st0)) st0 tries g1
+
+    fixedKernels ks adaptBeta st0 tries g1 =
+      let pick t g = case ks t of
+            [k] -> (if adaptBeta then 2 else 3, k, g)
+            _ -> error "LazyPPL: internal kernel choice"
+          t0 = initialTuning (csSites st0)
+      in loop pick adaptBeta (Schedule warmup []) t0 st0 tries g1
+
+    loop pick adapting sched t0 st0 tries g1 = go 0 t0 st0 g1 [] (windowSitesOf st0) 0 0 zeroCounters []
+      where
+        go !it !t !st !g !window !wsites !evals !invalid !counters !kept
+          | it >= total =
+              finish t counters (reverse kept) (evals + tries) (invalid + tries - 1) tries
+          | otherwise =
+              let (ki, kernel, g') = pick t g
+                  (st', outcome, g'') = mhStep eval kernel g' st
+                  evals' = evals + (if outcome == Unchanged then 0 else 1)
+                  invalid' = invalid + (if outcome == Invalid then 1 else 0)
+                  inWarmup = it < warmup
+                  t1 = if inWarmup && adapting then adaptAfter ki outcome t else t
+                  recording = inWarmup && it >= scWindowStart sched && not (null (scWindowEnds sched))
+                  window' = if recording then record wsites st' window else window
+                  windowEnded = inWarmup && (it + 1) `elem` scWindowEnds sched
+                  t2 = if windowEnded then reestimate wsites window' t1 else t1
+                  wsites' = if windowEnded || it + 1 == scWindowStart sched then windowSitesOf st' else wsites
+                  window'' = if windowEnded then [] else window'
+                  counters' = if inWarmup then counters else count ki outcome counters
+                  postIt = it - warmup
+                  kept' = if not inWarmup && (postIt + 1) `mod` thin == 0 then csValue st' : kept else kept
+              in go (it + 1) t2 st' g'' window'' wsites' evals' invalid' counters' kept'
+
+    windowSitesOf st = U.fromList (IM.keys (csSites st))
+    record wsites st acc =
+      case U.mapM (`IM.lookup` csSites st) wsites of
+        Just v -> v : acc
+        Nothing -> acc
+    zeroCounters = Counters (U.replicate 5 0) (U.replicate 5 0)
+    count _ Unchanged cs = cs
+    count ki outcome (Counters props accs) =
+      Counters (props U.// [(ki, props U.! ki + 1)])
+               (if outcome == Accepted then accs U.// [(ki, accs U.! ki + 1)] else accs)
+    finish t (Counters props accs) draws evals invalid tries =
+      let totalProps = U.sum props
+          acceptance = if totalProps == 0 then 0 else fromIntegral (U.sum accs) / fromIntegral totalProps
+          names = ["walk", "single", "pcn", "redraw"]
+          perKernel =
+            [ ("acceptance_" ++ nm, fromIntegral a / fromIntegral p)
+            | (nm, p, a) <- zip3 names (U.toList props) (U.toList accs), p > 0 ]
+          tuning =
+            [ ("step", tuWalkScale t)
+            , ("single_scale", tuSingleScale t)
+            , ("pcn_beta", tuBeta t)
+            , ("sites", fromIntegral (U.length (tuSites t)))
+            ] ++ perKernel
+      in ChainResult draws acceptance evals invalid tries 0 tuning
+
+-- | Run all chains in parallel (one GHC thread each) and return them in chain
+-- order.  If a chain throws, the others are stopped and the exception of the
+-- lowest-numbered failing chain is re-thrown.
+sampleChains :: NFData a => SamplerSettings -> Meas a -> IO [ChainResult a]
+sampleChains s m = do
+  vars <- mapM start [0 .. max 1 (ssChains s) - 1]
+  collect vars []
+  where
+    start c = do
+      v <- newEmptyMVar
+      tid <- forkIO $ do
+        t0 <- getMonotonicTime
+        r <- try (evaluate (force (runChain s m c)))
+        t1 <- getMonotonicTime
+        putMVar v (fmap (\res -> res {crSeconds = t1 - t0}) r)
+      return (tid, v)
+    collect [] acc = return (reverse acc)
+    collect ((_, v) : rest) acc = do
+      r <- takeMVar v
+      case r of
+        Right res -> collect rest (res : acc)
+        Left e -> do
+          mapM_ (killThread . fst) rest
+          throwIO (e :: SomeException)
