@@ -1,0 +1,209 @@
+"""Compile an untrusted LazyPPL program as Safe Haskell and link it with our harness.
+
+Two GHC runs, both inside :func:`sandbox.run` (GHC itself reads untrusted input):
+
+1. The user's ``Model.hs`` alone, in one-shot mode, with :data:`SAFE_FLAGS`:
+   ``-XSafe -fpackage-trust`` against the private package database of
+   ``scripts/build-lazyppl.sh`` (only base, lazyppl, containers and log-domain trusted
+   there), ``-hide-all-packages`` with module thinning so that exactly the modules of
+   :data:`EXPOSED_MODULES` can be imported, ``-fforce-recomp`` (a stale interface
+   would skip every check), and ``-w -Werror``. GHC 9.0 reports Template Haskell,
+   RULES and GeneralizedNewtypeDeriving under Safe Haskell only as warnings that
+   belong to no warning flag; ``-Werror`` turns them into errors, while ``-w``
+   switches off every *flagged* warning so that ordinary user warnings (tabs,
+   overlapping patterns, unused names) do not fail the build. ``-Werror=unsafe`` does
+   not catch them (measured).
+2. Our ``Main.hs`` (trusted, not Safe) type-checked against the resulting interface
+   (so a ``model`` of the wrong type is a compile error, not undefined behaviour) and
+   linked with ``-threaded -rtsopts``.
+
+Binaries are cached under the lazyppl build directory by a content hash of the
+normalised source, the library build hash, the GHC version and the flags.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import re
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import sandbox
+from haskell_bridge.lint import lint, normalise_source
+from haskell_bridge.paths import LazypplBuild, ghc_executable, lazyppl_build
+from workers.errors import CompileError, ResourceLimit
+
+log = logging.getLogger(__name__)
+
+#: Importable modules per package (module thinning); the union is lint.ALLOWED_IMPORTS.
+EXPOSED_MODULES: dict[str, tuple[str, ...]] = {
+    "base": (
+        "Prelude", "Data.List", "Data.Maybe", "Data.Ord", "Data.Function",
+        "Data.Foldable", "Data.Traversable", "Data.Tuple", "Data.Either", "Data.Functor",
+        "Data.Bits", "Data.Char", "Data.Monoid", "Control.Monad", "Control.Applicative",
+    ),
+    "lazyppl": ("LazyPPL", "LazyPPL.Distributions", "LazyPPL.Bridge"),
+    "log-domain": ("Numeric.Log",),
+    "containers": ("Data.Map", "Data.Map.Strict"),
+}
+
+#: Flags for the untrusted module, before the package database and -package flags.
+SAFE_FLAGS: tuple[str, ...] = (
+    "-XSafe", "-fpackage-trust",
+    "-hide-all-packages", "-no-user-package-db", "-no-global-package-db",
+    "-fforce-recomp", "-w", "-Werror", "-O2",
+    "-i",  # no source search path: Model.hs can import nothing local
+)
+
+#: Flags for linking the trusted Main with the compiled model.
+LINK_FLAGS: tuple[str, ...] = ("-threaded", "-rtsopts")
+
+MAIN_HS = """\
+module Main (main) where
+import Model (model)
+import LazyPPL.Harness (runHarness)
+main :: IO ()
+main = runHarness model
+"""
+
+#: Address space allowed beyond twice the heap cap (binary, stacks, C allocations), MB.
+ADDRESS_SPACE_HEADROOM_MB = 512
+
+#: Longest compiler message passed on to the user, in characters.
+MAX_MESSAGE_CHARS = 8000
+
+
+@dataclass(frozen=True)
+class CompiledProgram:
+    """A linked program binary; ``cached`` is True when no GHC ran for this call."""
+
+    path: Path
+    key: str
+    cached: bool
+    seconds: float  # wall time spent compiling and linking now (0 when cached)
+
+
+def package_flags(build: LazypplBuild, *, thinned: bool) -> list[str]:
+    """-package-db and -package flags; ``thinned`` exposes only EXPOSED_MODULES."""
+    flags = ["-package-db", str(build.package_db)]
+    for package, modules in EXPOSED_MODULES.items():
+        flags += ["-package", f"{package} ({', '.join(modules)})" if thinned else package]
+    return flags
+
+
+def program_key(text: str, build: LazypplBuild) -> str:
+    """Cache key of a normalised source under a given library build and flag set."""
+    h = hashlib.sha256()
+    for part in (text, build.hash, build.ghc_version, " ".join(SAFE_FLAGS),
+                 " ".join(LINK_FLAGS), MAIN_HS, repr(sorted(EXPOSED_MODULES.items()))):
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:32]
+
+
+def compile_program(source: str, *, limits: sandbox.Limits) -> Path:
+    """Lint, compile and link ``source``; return the binary (cached by content hash).
+
+    Raises ProgramRefused (lint), CompileError (GHC's message, lines of the user's
+    source, file name ``Model.hs``) or ResourceLimit (GHC exceeded ``limits``).
+    """
+    return build_program(source, limits=limits).path
+
+
+def build_program(source: str, *, limits: sandbox.Limits) -> CompiledProgram:
+    """Like :func:`compile_program`, also saying whether the cache answered."""
+    lint(source)
+    text = normalise_source(source)
+    build = lazyppl_build()
+    key = program_key(text, build)
+    target = build.programs_dir / key / "model"
+    if target.is_file():
+        log.info("lazyppl program %s: cached binary, not recompiled", key)
+        return CompiledProgram(target, key, cached=True, seconds=0.0)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="ppl-audit-ghc-") as tmp:
+        work = Path(tmp)
+        compile_untrusted_module(text, work, build, limits=limits)
+        binary = link_with_harness(work, build, limits=limits)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        staged = target.with_name(f"model.{os.getpid()}.tmp")
+        os.replace(binary, staged)  # same file system as target: publish atomically
+        os.replace(staged, target)
+    seconds = time.monotonic() - started
+    log.info("lazyppl program %s: compiled in %.2f s", key, seconds)
+    return CompiledProgram(target, key, cached=False, seconds=seconds)
+
+
+def compile_untrusted_module(text: str, work: Path, build: LazypplBuild, *,
+                             limits: sandbox.Limits, thinned: bool = True) -> None:
+    """The Safe Haskell step alone: ``work/Model.hs`` -> ``work/out/Model.{o,hi}``.
+
+    Does NOT lint: :func:`build_program` lints first. Exposed so tests can show that
+    the later layers refuse what the lint refuses (defence in depth); ``thinned=False``
+    (tests only) exposes every module of the packages, leaving Safe Haskell's own
+    checks as the only layer.
+    """
+    (work / "Model.hs").write_text(text)
+    (work / "out").mkdir(exist_ok=True)
+    argv = ["-c", "Model.hs", *SAFE_FLAGS, *package_flags(build, thinned=thinned),
+            "-outputdir", "out"]
+    _ghc(argv, work, build, limits)
+
+
+def link_with_harness(work: Path, build: LazypplBuild, *, limits: sandbox.Limits) -> Path:
+    """Compile our Main against ``out/Model.hi`` and link the binary ``work/model``."""
+    main_dir = work / "main"
+    main_dir.mkdir(exist_ok=True)
+    (main_dir / "Main.hs").write_text(MAIN_HS)
+    common = ["-hide-all-packages", "-no-user-package-db", "-no-global-package-db",
+              *package_flags(build, thinned=False), "-package", "lazyppl"]
+    # One-shot mode finds the home module through the import path (out/Model.hi).
+    _ghc(["-c", "main/Main.hs", "-O0", "-i", "-iout", "-hidir", "out", "-odir", "out",
+          *common],
+         work, build, limits)
+    _ghc(["-o", "model", "out/Main.o", "out/Model.o", *LINK_FLAGS, *common],
+         work, build, limits)
+    return work / "model"
+
+
+def haskell_process_limits(limits: sandbox.Limits) -> sandbox.Limits:
+    """Sandbox limits for a GHC-compiled process whose heap is capped by ``+RTS -M``.
+
+    The heap cap is ``limits.memory_mb``; RLIMIT_AS becomes a loose backstop of
+    ``2 * memory_mb + 512`` MB, because the RTS reserves its heap address range by
+    halving a 1 TB request until mmap succeeds: a tighter RLIMIT_AS would stop the
+    heap at a power of two below the cap (see run.py).
+    """
+    return sandbox.Limits(cpu_seconds=limits.cpu_seconds, wall_seconds=limits.wall_seconds,
+                          memory_mb=2 * limits.memory_mb + ADDRESS_SPACE_HEADROOM_MB,
+                          file_size_mb=limits.file_size_mb)
+
+
+def _ghc(args: list[str], work: Path, build: LazypplBuild, limits: sandbox.Limits) -> None:
+    argv = [ghc_executable(), "+RTS", f"-M{limits.memory_mb}m", "-RTS", *args]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "TMPDIR": str(work),
+           "LANG": "C.UTF-8"}
+    done = sandbox.run(argv, limits=haskell_process_limits(limits), cwd=work, env=env)
+    if done.returncode == 0:
+        return
+    stderr = done.stderr.decode("utf-8", "replace")
+    if "Heap exhausted" in stderr or "out of memory" in stderr or done.returncode == 251:
+        raise ResourceLimit(
+            f"the Haskell compiler exceeded the memory cap of {limits.memory_mb} MB",
+            limit="memory", language="lazyppl")
+    raise CompileError(clean_message(stderr or done.stdout.decode("utf-8", "replace"),
+                                     work, build), language="lazyppl")
+
+
+def clean_message(text: str, work: Path, build: LazypplBuild) -> str:
+    """GHC's message with temporary and cache paths removed, capped in length."""
+    for path, shown in ((str(work) + "/", ""), (str(work), "."),
+                        (str(build.root), "<lazyppl>")):
+        text = text.replace(path, shown)
+    text = re.sub(r"/tmp/ppl-audit-ghc-[A-Za-z0-9_]+/?", "", text).strip()
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[:MAX_MESSAGE_CHARS] + "\n... (message truncated)"
+    return text

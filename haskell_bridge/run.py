@@ -1,0 +1,186 @@
+"""Fit a LazyPPL program: compile (cached), run the harness in the sandbox, read draws.
+
+The harness protocol (docs/ARCHITECTURE.md) is JSON on stdin and stdout. The binary
+runs with an empty environment, in a fresh temporary directory, in its own network
+namespace where the kernel allows, under the CPU and wall-clock limits, with GHC's
+heap capped by ``+RTS -M`` at ``limits.memory_mb``.
+
+RLIMIT_AS is set only as a loose backstop, to ``2 * memory_mb + 512`` MB: GHC's RTS
+reserves its heap's address range up front, starting at 1 TB and halving the request
+until ``mmap`` succeeds, so under a tight RLIMIT_AS the heap stops at the largest power
+of two that fits (measured: RLIMIT_AS 1.5 GB with ``-M1400m`` died with "out of memory"
+at 1 GB), not at the cap asked for. Twice the cap always leaves room for a
+power-of-two reservation at least as large as the cap, plus the binary, thread stacks
+and C allocations.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import sandbox
+from haskell_bridge.compile import build_program, haskell_process_limits
+from haskell_bridge.paths import lazyppl_build
+from workers.errors import InvalidRequest, ProgramRuntimeError, ResourceLimit
+from workers.fit import Fit, scalar_names
+
+#: Exit status the harness uses for errors in the user's program or data.
+USER_ERROR_EXIT = 3
+#: Exit status of a GHC program whose heap passed its +RTS -M cap.
+HEAP_EXHAUSTED_EXIT = 251
+
+
+def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int,
+                thin: int, kernel: str, seed: int, limits: sandbox.Limits,
+                options: dict[str, Any] | None = None) -> Fit:
+    """Compile ``source`` (cached) and sample its posterior on ``data``.
+
+    ``warmup`` and ``draws`` count iterations per chain (``draws`` kept after thinning
+    by ``thin``); ``options`` adds kernel-specific harness fields (e.g. ``mh_p``).
+    Returns a :class:`workers.fit.Fit` whose draws map SPEC §2.3 scalar names to
+    float64 arrays shaped (chains, draws). Timings are seconds: ``compile`` (0 when
+    the binary was cached), ``sample`` (the harness's own clock), ``run`` (process
+    wall time) and ``total``.
+
+    Raises ProgramRefused, CompileError, ProgramRuntimeError (exit 3: the harness's
+    ``ppl-audit:`` message, e.g. naming a missing data field; or a crash) and
+    ResourceLimit (``memory`` when the heap cap was hit; ``timeout``/``cpu``).
+    """
+    started = time.monotonic()
+    _check_settings(chains=chains, warmup=warmup, draws=draws, thin=thin, kernel=kernel,
+                    seed=seed)
+    request = {"data": data, "seed": seed, "chains": chains, "warmup": warmup,
+               "draws": draws, "thin": thin, "kernel": kernel, **(options or {})}
+    payload = _encode(request)
+    program = build_program(source, limits=limits)
+    threads = max(1, min(chains, os.cpu_count() or 1))
+    argv = [str(program.path), "+RTS", f"-N{threads}", f"-M{limits.memory_mb}m", "-RTS"]
+    with tempfile.TemporaryDirectory(prefix="ppl-audit-run-") as tmp:
+        try:
+            done = sandbox.run(argv, limits=haskell_process_limits(limits), cwd=Path(tmp),
+                               stdin=payload, env={})
+        except ResourceLimit as err:
+            err.details.setdefault("language", "lazyppl")
+            raise
+    _raise_for_failure(done, limits)
+    output = _decode(done.stdout)
+    fit_draws, reportable = _draws_from_output(output, chains)
+    build = lazyppl_build()
+    total = time.monotonic() - started
+    chain_stats = [{k: v for k, v in c.items() if k != "draws"} for c in output["chains"]]
+    return Fit(
+        language="lazyppl",
+        draws=fit_draws,
+        divergences=0,
+        sampler={"kernel": output.get("kernel", kernel), "chains": chains,
+                 "warmup": output.get("warmup", warmup), "draws": output.get("draws", draws),
+                 "thin": output.get("thin", thin), "seed": seed, "threads": threads,
+                 "heap_cap_mb": limits.memory_mb, **(options or {})},
+        stats={"chains": chain_stats, "compile_cached": program.cached,
+               "max_rss_mb": round(done.max_rss_mb, 1),
+               "cpu_seconds": round(done.cpu_seconds, 3)},
+        timings={"compile": round(program.seconds, 3),
+                 "sample": output.get("seconds", done.wall_seconds),
+                 "run": round(done.wall_seconds, 3), "total": round(total, 3)},
+        versions={"ghc": build.ghc_version, "lazyppl": build.version,
+                  "lazyppl_build": build.hash, "program": program.key},
+        reportable=reportable,
+    )
+
+
+def _check_settings(**s: Any) -> None:
+    for name in ("chains", "draws", "thin"):
+        if not isinstance(s[name], int) or s[name] < 1:
+            raise InvalidRequest(f"{name} must be a positive integer, got {s[name]!r}")
+    if not isinstance(s["warmup"], int) or s["warmup"] < 0:
+        raise InvalidRequest(f"warmup must be a non-negative integer, got {s['warmup']!r}")
+    if not isinstance(s["seed"], int) or not 0 <= s["seed"] < 2**63:
+        raise InvalidRequest(f"seed must be an integer in [0, 2^63), got {s['seed']!r}")
+    if not isinstance(s["kernel"], str) or not s["kernel"]:
+        raise InvalidRequest("kernel must be a non-empty string")
+
+
+def _encode(request: dict) -> bytes:
+    def plain(value: Any) -> Any:
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+        if isinstance(value, np.generic):
+            return value.item()
+        raise TypeError(f"{type(value).__name__} is not JSON data")
+
+    try:
+        return json.dumps(request, default=plain, allow_nan=False).encode()
+    except (TypeError, ValueError) as err:
+        raise InvalidRequest(f"the data cannot be sent to the LazyPPL program: {err}") from err
+
+
+def _raise_for_failure(done: sandbox.Completed, limits: sandbox.Limits) -> None:
+    if done.returncode == 0:
+        return
+    stderr = done.stderr.decode("utf-8", "replace")
+    if done.returncode == USER_ERROR_EXIT:
+        lines = [ln for ln in stderr.splitlines() if ln.startswith("ppl-audit: ")]
+        message = lines[-1][len("ppl-audit: "):] if lines else stderr.strip()[-2000:]
+        raise ProgramRuntimeError(message or "the LazyPPL program failed",
+                                  language="lazyppl")
+    if (done.returncode == HEAP_EXHAUSTED_EXIT or "Heap exhausted" in stderr
+            or "Stack space overflow" in stderr or "out of memory" in stderr):
+        raise ResourceLimit(
+            f"the LazyPPL program exceeded the memory cap of {limits.memory_mb} MB",
+            limit="memory", language="lazyppl", max_rss_mb=round(done.max_rss_mb, 1))
+    if done.returncode == -signal.SIGKILL:
+        raise ResourceLimit("the LazyPPL program was killed (out of memory)",
+                            limit="memory", language="lazyppl")
+    tail = "\n".join(stderr.strip().splitlines()[-20:])
+    raise ProgramRuntimeError(
+        f"the LazyPPL program crashed (exit status {done.returncode}): {tail}",
+        language="lazyppl")
+
+
+def _decode(stdout: bytes) -> dict:
+    try:
+        output = json.loads(stdout)
+    except ValueError as err:
+        raise ProgramRuntimeError(f"unreadable output from the LazyPPL harness: {err}",
+                                  language="lazyppl") from err
+    if not isinstance(output, dict) or not isinstance(output.get("chains"), list):
+        raise ProgramRuntimeError("the LazyPPL harness output has no chains",
+                                  language="lazyppl")
+    return output
+
+
+def _draws_from_output(output: dict, chains: int) -> tuple[dict[str, np.ndarray], list[str]]:
+    """(chains, draws) arrays per scalar name, and the reported base names in order."""
+    names = list(output["names"])
+    shapes = output.get("shapes", {})
+    expected = [n for base, shape in shapes.items() for n in scalar_names(base, shape)]
+    if len(set(names)) != len(names) or (shapes and sorted(expected) != sorted(names)):
+        raise ProgramRuntimeError(
+            "the draw reports duplicate or inconsistent names: " + ", ".join(names[:20]),
+            language="lazyppl")
+    if len(output["chains"]) != chains:
+        raise ProgramRuntimeError(
+            f"the harness returned {len(output['chains'])} chains, expected {chains}",
+            language="lazyppl")
+    per_chain = []
+    for chain in output["chains"]:
+        rows = [[math.nan if v is None else v for v in row] for row in chain["draws"]]
+        arr = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(names))
+        per_chain.append(arr)
+    lengths = {a.shape[0] for a in per_chain}
+    if len(lengths) != 1:
+        raise ProgramRuntimeError(f"chains of unequal length {sorted(lengths)}",
+                                  language="lazyppl")
+    stacked = np.stack(per_chain)  # (chains, draws, names)
+    draws = {name: np.ascontiguousarray(stacked[:, :, i]) for i, name in enumerate(names)}
+    reportable = list(shapes) if shapes else list(dict.fromkeys(
+        n.split("[")[0] for n in names))
+    return draws, reportable

@@ -1,0 +1,279 @@
+"""haskell_bridge against real GHC: Safe Haskell compile, cache, sandboxed runs, errors.
+
+The lazyppl library is built once per cache directory (scripts/build-lazyppl.sh; the
+first run of this file on a fresh machine spends about a minute on it). Programs that
+must be compiled fresh carry a unique comment, so the binary cache cannot answer.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from haskell_bridge import build_program, compile_program, fit_lazyppl, lazyppl_build
+from haskell_bridge.compile import compile_untrusted_module
+from haskell_bridge.lint import normalise_source
+from sandbox import Limits
+from workers.errors import CompileError, ProgramRefused, ProgramRuntimeError, ResourceLimit
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(shutil.which("ghc") is None, reason="GHC is not installed"),
+]
+
+EIGHT_SCHOOLS = """\
+module Model (model) where
+
+import Control.Monad (replicateM)
+import LazyPPL
+import LazyPPL.Distributions
+import LazyPPL.Bridge
+
+model :: Data -> Meas Draw
+model d = do
+  let ys     = reals "y" d
+      sigmas = reals "sigma" d
+  mu         <- sample (normal 0 5)
+  tau        <- sample (abs <$> cauchy 0 5)          -- half-Cauchy
+  thetaTrans <- replicateM (int "J" d) (sample (normal 0 1))
+  let theta = [mu + tau * t | t <- thetaTrans]
+  sequence_ [score (normalPdf th s y) | (th, s, y) <- zip3 theta sigmas ys]
+  return (draw [scalar "mu" mu, scalar "tau" tau, vector "theta" theta])
+"""
+DATA = {"J": 8, "y": [28, 8, -3, 7, -1, 1, 18, 12], "sigma": [15, 10, 16, 11, 9, 11, 10, 18]}
+LIMITS = Limits(cpu_seconds=120, memory_mb=1024, wall_seconds=120)
+SMALL = dict(chains=2, warmup=100, draws=50, thin=1, kernel="default")
+
+PRELUDE = "module Model (model) where\nimport LazyPPL\nimport LazyPPL.Distributions\nimport LazyPPL.Bridge\n"
+TRIVIAL_MODEL = "\nmodel :: Data -> Meas Draw\nmodel _ = return (draw [])\n"
+
+
+def fresh(source: str) -> str:
+    """The same program with a unique comment: a guaranteed binary-cache miss."""
+    return source + f"\n-- fresh {uuid.uuid4().hex}\n"
+
+
+@pytest.fixture(scope="module")
+def build():
+    return lazyppl_build()
+
+
+def test_spec_example_compiles_and_reports_its_names(build):
+    fit = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=11, limits=LIMITS, **SMALL)
+    assert list(fit.draws) == ["mu", "tau"] + [f"theta[{i}]" for i in range(1, 9)]
+    assert fit.reportable == ["mu", "tau", "theta"]
+    for values in fit.draws.values():
+        assert values.shape == (2, 50) and values.dtype == np.float64
+        assert np.isfinite(values).all()
+    assert (fit.draws["tau"] >= 0).all()
+    assert fit.language == "lazyppl" and fit.sampler["seed"] == 11
+    assert len(fit.stats["chains"]) == 2 and "acceptance" in fit.stats["chains"][0]
+    assert fit.versions["ghc"] == build.ghc_version and fit.versions["lazyppl_build"] == build.hash
+    assert set(fit.timings) >= {"compile", "sample", "total"}
+
+
+def test_second_fit_of_the_same_source_does_not_recompile(build):
+    source = fresh(EIGHT_SCHOOLS)
+    first = build_program(source, limits=LIMITS)
+    assert not first.cached and first.seconds > 0
+    mtime = first.path.stat().st_mtime_ns
+    again = build_program(source, limits=LIMITS)
+    assert again.cached and again.path == first.path and again.seconds == 0
+    fit = fit_lazyppl(source, DATA, seed=1, limits=LIMITS, **SMALL)
+    assert fit.stats["compile_cached"] is True and fit.timings["compile"] == 0
+    assert first.path.stat().st_mtime_ns == mtime
+    # CRLF line endings are the same program
+    assert build_program(source.replace("\n", "\r\n"), limits=LIMITS).cached
+
+
+def test_same_seed_same_draws_and_other_seed_other_draws(build):
+    a = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **SMALL)
+    b = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **SMALL)
+    c = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=6, limits=LIMITS, **SMALL)
+    for name in a.draws:
+        np.testing.assert_array_equal(a.draws[name], b.draws[name])
+    assert not np.array_equal(a.draws["mu"], c.draws["mu"])
+
+
+# -- refused before GHC runs -------------------------------------------------------
+REFUSED = {
+    "System.IO.Unsafe": PRELUDE.replace("import LazyPPL\n", "import LazyPPL\nimport System.IO.Unsafe (unsafePerformIO)\n"),
+    "TemplateHaskell": "{-# LANGUAGE TemplateHaskell #-}\n" + PRELUDE,
+    "foreign": PRELUDE + 'foreign import ccall "exit" cExit :: Int -> IO ()\n',
+    "Unsafe": "{-# LANGUAGE Unsafe #-}\n" + PRELUDE,
+    "OPTIONS_GHC": "{-# OPTIONS_GHC -F -pgmF /bin/true #-}\n" + PRELUDE,
+    "options_ghc": "{-# options_ghc -F -pgmF /bin/true #-}\n" + PRELUDE,
+    "CPP": "{-# LANGUAGE CPP #-}\n" + PRELUDE,
+    "#include": PRELUDE + '#include "/etc/passwd"\n',
+    "System.Process": PRELUDE + "import System.Process (system)\n",
+}
+
+
+@pytest.mark.parametrize("what", sorted(REFUSED))
+def test_refused_with_a_reason(what, tmp_path):
+    with pytest.raises(ProgramRefused) as info:
+        compile_program(REFUSED[what], limits=LIMITS)
+    err = info.value
+    assert err.details["language"] == "lazyppl" and err.details["line"] >= 1
+    expected = "#" if what == "#include" else what
+    assert expected.lower() in err.message.lower()
+
+
+# -- defence in depth: the Safe Haskell step alone refuses these too ------------------
+BYPASS = {
+    "unsafePerformIO": (
+        PRELUDE + "import System.IO.Unsafe (unsafePerformIO)\n",
+        "System.IO.Unsafe"),
+    "Template Haskell": (
+        "{-# LANGUAGE TemplateHaskell #-}\n" + PRELUDE + "x :: Int\nx = $(undefined)\n",
+        "TemplateHaskell"),
+    "LANGUAGE Unsafe": ("{-# LANGUAGE Unsafe #-}\n" + PRELUDE, "Unsafe"),
+    "RULES": (PRELUDE + "f :: Int\nf = 1\n{-# RULES \"f\" f = 2 #-}\n", "rules"),
+    "non-IO foreign import": (
+        PRELUDE + 'foreign import ccall "abs" cAbs :: Int -> Int\n', "IO"),
+    "System.Process": (PRELUDE + "import System.Process (system)\n", "System.Process"),
+    "LazyPPL.Harness": (PRELUDE + "import LazyPPL.Harness\n", "LazyPPL.Harness"),
+    "Data.Map.Internal": (PRELUDE + "import Data.Map.Internal\n", "Data.Map.Internal"),
+    "GHC.IO": (PRELUDE + "import GHC.IO (unsafePerformIO)\n", "GHC.IO"),
+}
+
+
+def _safe_step(source: str, build, *, thinned: bool) -> str:
+    """Run only the Safe Haskell compile step (no lint) and return GHC's refusal."""
+    with tempfile.TemporaryDirectory() as tmp:
+        with pytest.raises(CompileError) as info:
+            compile_untrusted_module(normalise_source(source + TRIVIAL_MODEL), Path(tmp),
+                                     build, limits=LIMITS, thinned=thinned)
+    assert "Model.hs:" in info.value.message
+    return info.value.message
+
+
+@pytest.mark.parametrize("what", sorted(BYPASS))
+def test_compile_flags_refuse_what_the_lint_refuses(what, build):
+    source, words = BYPASS[what]
+    message = _safe_step(source, build, thinned=True)
+    assert words.lower() in message.lower(), message
+
+
+# With module thinning off as well, Safe Haskell's own checks still refuse these.
+SAFE_ALONE = {
+    "unsafePerformIO": "System.IO.Unsafe: Can't be safely imported",
+    "GHC.IO": "GHC.IO: Can't be safely imported",
+    "LazyPPL.Harness": "LazyPPL.Harness: Can't be safely imported",
+    "Template Haskell": "TemplateHaskell is not allowed in Safe Haskell",
+    "RULES": "User defined rules are disabled under Safe Haskell",
+    "LANGUAGE Unsafe": "Incompatible Safe Haskell flags",
+    "non-IO foreign import": "all FFI imports must be in the IO monad",
+}
+
+
+@pytest.mark.parametrize("what", sorted(SAFE_ALONE))
+def test_safe_haskell_alone_refuses_unsafe_code(what, build):
+    message = _safe_step(BYPASS[what][0], build, thinned=False)
+    assert SAFE_ALONE[what] in " ".join(message.split()), message
+
+
+def test_thinning_is_needed_for_trusted_packages(build):
+    """containers is trusted (for Data.Map), so only thinning hides its internals."""
+    with tempfile.TemporaryDirectory() as tmp:
+        compile_untrusted_module(
+            normalise_source(BYPASS["Data.Map.Internal"][0] + TRIVIAL_MODEL), Path(tmp),
+            build, limits=LIMITS, thinned=False)
+
+
+def test_the_lint_bypass_compiles_an_acceptable_module(build):
+    """Control for the test above: the same direct step accepts an ordinary module."""
+    with tempfile.TemporaryDirectory() as tmp:
+        compile_untrusted_module(normalise_source(EIGHT_SCHOOLS + "y\t= 1 :: Int\n"),
+                                 Path(tmp), build, limits=LIMITS)
+        assert (Path(tmp) / "out" / "Model.o").is_file()
+
+
+def test_only_base_lazyppl_containers_log_domain_are_trusted(build):
+    ghc_pkg = ["ghc-pkg", f"--global-package-db={build.package_db}", "--no-user-package-db"]
+    names = subprocess.run([*ghc_pkg, "list", "--simple-output", "--names-only"],
+                           capture_output=True, text=True, check=True).stdout.split()
+    trusted = {n for n in names if subprocess.run(
+        [*ghc_pkg, "field", n, "trusted", "--simple-output"],
+        capture_output=True, text=True, check=True).stdout.strip() == "True"}
+    assert trusted == {"base", "lazyppl", "containers", "log-domain"}
+    assert "process" not in names  # not even present: lazyppl does not depend on it
+
+
+# -- compile errors ---------------------------------------------------------------
+def test_type_error_reports_user_lines_without_temp_paths(build):
+    source = fresh(EIGHT_SCHOOLS.replace("mu + tau * t", "mu + tau * True"))
+    with pytest.raises(CompileError) as info:
+        compile_program(source, limits=LIMITS)
+    err = info.value
+    assert err.details == {"language": "lazyppl"}
+    assert "Model.hs:15:" in err.message
+    assert "/tmp" not in err.message and "ppl-audit-ghc" not in err.message
+
+
+def test_model_of_the_wrong_type_is_a_compile_error(build):
+    source = fresh(PRELUDE + "model :: Int\nmodel = 3\n")
+    with pytest.raises(CompileError) as info:
+        compile_program(source, limits=LIMITS)
+    assert "model" in info.value.message
+
+
+# -- runtime failures ---------------------------------------------------------------
+def test_missing_data_field_is_named(build):
+    data = {k: v for k, v in DATA.items() if k != "sigma"}
+    with pytest.raises(ProgramRuntimeError) as info:
+        fit_lazyppl(EIGHT_SCHOOLS, data, seed=1, limits=LIMITS, **SMALL)
+    assert '"sigma"' in info.value.message and "missing" in info.value.message
+    assert info.value.details["language"] == "lazyppl"
+
+
+LOOP = PRELUDE + """
+model :: Data -> Meas Draw
+model _ = do
+  mu <- sample (normal 0 1)
+  let spin :: Int -> Int
+      spin n = if n < 0 then n else spin (n + 1)
+  score (fromIntegral (spin 0))
+  return (draw [scalar "mu" mu])
+"""
+
+BOMB = PRELUDE + """
+model :: Data -> Meas Draw
+model _ = do
+  mu <- sample (normal 0 1)
+  let xs = [1 .. 400000000] :: [Int]
+  -- xs is used twice, so the whole list is kept alive between the two passes
+  score (fromIntegral (sum xs + length xs))
+  return (draw [scalar "mu" mu])
+"""
+
+
+def test_infinite_loop_stops_at_the_wall_clock_limit(build):
+    compile_program(LOOP, limits=LIMITS)  # compile outside the short limit
+    with pytest.raises(ResourceLimit) as info:
+        fit_lazyppl(LOOP, {}, seed=1, limits=Limits(cpu_seconds=60, memory_mb=512,
+                                                    wall_seconds=4), **SMALL)
+    assert info.value.details["limit"] == "timeout"
+
+
+def test_infinite_loop_stops_at_the_cpu_limit(build):
+    compile_program(LOOP, limits=LIMITS)
+    with pytest.raises(ResourceLimit) as info:
+        fit_lazyppl(LOOP, {}, seed=1, limits=Limits(cpu_seconds=3, memory_mb=512,
+                                                    wall_seconds=60), **SMALL)
+    assert info.value.details["limit"] == "cpu"
+
+
+def test_memory_bomb_stops_at_the_heap_cap(build):
+    compile_program(BOMB, limits=LIMITS)
+    with pytest.raises(ResourceLimit) as info:
+        fit_lazyppl(BOMB, {}, seed=1, limits=Limits(cpu_seconds=60, memory_mb=200,
+                                                    wall_seconds=60), **SMALL)
+    err = info.value
+    assert err.details["limit"] == "memory" and "200 MB" in err.message
+    assert err.details["max_rss_mb"] < 600
