@@ -1,0 +1,91 @@
+-- | The core monads and upstream-named inference functions.
+module CoreSpec (spec) where
+
+import Control.Exception (evaluate)
+import Data.Monoid (Product (..))
+import System.Random (mkStdGen)
+import Test.Hspec
+import Test.QuickCheck hiding (sample, total)
+
+import LazyPPL
+import LazyPPL.Distributions
+import Stats (mean, sampleSd)
+
+-- | A program with branching, laziness and an infinite stream.
+program :: Prob (Double, [Double], Bool)
+program = do
+  a <- normal 0 1
+  xs <- iid (uniformbounded 0 1)
+  b <- bernoulli 0.5
+  return (a, take 5 xs, b)
+
+weightOf :: Meas () -> Double
+weightOf m = case weightedsamplesWith (mkStdGen 1) m of
+  ((_, w) : _) -> exp (ln w)
+  [] -> error "no samples"
+
+spec :: Spec
+spec = do
+  describe "runProb" $ do
+    it "is deterministic for a fixed tree" $ property $ \seed ->
+      let t = randomTree (mkStdGen seed)
+      in runProb program t == runProb program t
+    it "gives different results on different trees" $
+      runProb program (randomTree (mkStdGen 1)) /= runProb program (randomTree (mkStdGen 2))
+    it "labels of a random tree are uniforms in (0, 1)" $ property $ \seed ->
+      let Tree r (Tree r1 _ : _) = randomTree (mkStdGen seed)
+      in r > 0 && r < 1 && r1 > 0 && r1 < 1 && r /= r1
+    it "uniform reads the root label; sequencing reads the children" $ do
+      let leaf x = Tree x (map leaf [x + 1 ..])
+          t = Tree 0.5 [leaf 0.1, leaf 0.2, leaf 0.3]
+      runProb uniform t `shouldBe` 0.5
+      runProb (do a <- uniform; b <- uniform; return (a, b)) t `shouldBe` (0.1, 0.2)
+      -- as upstream, fmap = liftM, so a mapped uniform reads one level deeper
+      runProb ((,) <$> uniform <*> uniform) t `shouldBe` (1.1, 0.2)
+
+  describe "score and scoreLog" $ do
+    it "multiply weights" $
+      weightOf (score 2 >> score 3) `shouldSatisfy` (\w -> abs (w - 6) < 1e-12)
+    it "NaN, negative and zero scores are weight zero" $ do
+      weightOf (score (0 / 0)) `shouldBe` 0
+      weightOf (score (-1)) `shouldBe` 0
+      weightOf (score 0) `shouldBe` 0
+      weightOf (score 5 >> scoreLog (Exp (0 / 0))) `shouldBe` 0
+    it "scoreLog adds log weights" $
+      weightOf (scoreLog (Exp 1) >> scoreLog (Exp 2)) `shouldSatisfy` (\w -> abs (w - exp 3) < 1e-9)
+
+  describe "every" $ do
+    it "keeps every n-th element (1-based multiples)" $
+      every 3 [1 .. 10 :: Int] `shouldBe` [3, 6, 9]
+    it "has length ⌊len/n⌋" $ property $ \(Positive n) xs ->
+      length (every n (xs :: [Int])) == length xs `div` n
+
+  describe "upstream-semantics mh (seeded)" $ do
+    let model = do
+          x <- sample (normal 0 1)
+          score (normalPdf x 0.5 1.2)
+          return x
+        run g = take 20000 (mhWith (mkStdGen g) 0.5 model)
+    it "is reproducible for a fixed generator" $
+      map fst (take 200 (run 3)) `shouldBe` map fst (take 200 (run 3))
+    it "targets the posterior of a normal-normal model" $ do
+      -- posterior N(1.2·1/(1+0.25), √(0.25/1.25)) = N(0.96, 0.447)
+      let xs = map fst (run 5)
+      abs (mean xs - 0.96) `shouldSatisfy` (< 0.05)
+      abs (sampleSd xs - sqrt 0.2) `shouldSatisfy` (< 0.03)
+    it "reports the weight of each state" $
+      all (\(x, w) -> abs (ln (getProduct w) - log (normalPdf x 0.5 1.2)) < 1e-9) (take 100 (run 7))
+        `shouldBe` True
+    it "fails clearly when no state has positive weight" $
+      evaluate (fst (head (mhWith (mkStdGen 1) 0.5 (score 0 >> return ()))))
+        `shouldThrow` (\(NoValidStart n) -> n > 0)
+
+  describe "wis" $
+    it "resamples in proportion to the weights" $ do
+      let model = do
+            b <- sample (bernoulli 0.5)
+            score (if b then 3 else 1)
+            return b
+          xs = take 4000 (wisWith (mkStdGen 2) 4000 model)
+          frac = fromIntegral (length (filter id xs)) / 4000 :: Double
+      abs (frac - 0.75) `shouldSatisfy` (< 0.04)

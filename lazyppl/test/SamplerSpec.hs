@@ -1,0 +1,177 @@
+{-# LANGUAGE OverloadedStrings #-}
+-- | The seeded samplers recover known posteriors.
+--
+-- Tolerances.  Each check compares a pooled posterior mean (or SD) with the
+-- truth within 4 Monte Carlo standard errors, the MCSE being estimated by
+-- batch means (20 batches per chain, chains pooled).  To keep the check from
+-- passing merely because a badly mixing chain has a huge MCSE, it also
+-- requires MCSE < 0.1 posterior SD, i.e. an effective sample size of at least
+-- ~100.  Seeds are fixed, so the suite is deterministic; with a correct
+-- sampler a 4-MCSE deviation has probability ~1e-4 per check.
+module SamplerSpec (spec) where
+
+import Control.Exception (evaluate)
+import Control.Monad (forM_, replicateM)
+import qualified Data.Aeson as A
+import qualified Data.ByteString.Lazy as BL
+import qualified Data.Map.Strict as Map
+import Data.Word (Word64)
+import Test.Hspec
+
+import LazyPPL
+import LazyPPL.Bridge
+import LazyPPL.Distributions
+import Stats
+
+settings :: Word64 -> SamplerSettings
+settings seed = defaultSettings {ssSeed = seed, ssWarmup = 2000, ssDraws = 1000, ssThin = 5}
+
+fitChains :: SamplerSettings -> Meas Double -> IO [[Double]]
+fitChains s m = map crDraws <$> sampleChains s m
+
+-- | Posterior mean and SD agree with the truth (see the module comment).
+agrees :: (Double, Double) -> [[Double]] -> Expectation
+agrees (trueMean, trueSd) chains = do
+  let m = mean (concat chains)
+      mcse = pooledMcse 20 chains
+      sq = map (map (\x -> (x - m) ^ (2 :: Int))) chains
+      v = mean (concat sq)
+      relSdMcse = pooledMcse 20 sq / (2 * v)
+  mcse `shouldSatisfy` (< 0.1 * trueSd)
+  abs (m - trueMean) `shouldSatisfy` (< 4 * mcse)
+  abs (sqrt v / trueSd - 1) `shouldSatisfy` (< 4 * relSdMcse + 0.01)
+
+-- | A posterior probability agrees within 4 batch-means MCSEs.
+probabilityAgrees :: Double -> [[Double]] -> Expectation
+probabilityAgrees p chains = do
+  let mcse = pooledMcse 20 chains
+  mcse `shouldSatisfy` (< 0.03)
+  abs (mean (concat chains) - p) `shouldSatisfy` (< 4 * mcse)
+
+normalNormal :: Meas Double
+normalNormal = do
+  mu <- sample (normal 1 2)
+  mapM_ (\y -> score (normalPdf mu 1.5 y)) [2.1, 3.4, 1.7, 2.9, 4.0]
+  return mu
+
+betaBernoulli :: Meas Double
+betaBernoulli = do
+  p <- sample (beta 2 3)
+  mapM_ (scoreLog . Exp . bernoulliLogPmf p) (replicate 7 True ++ replicate 3 False)
+  return p
+
+gammaPoisson :: Meas Double
+gammaPoisson = do
+  lam <- sample (gamma 2 1)
+  mapM_ (score . poissonPdf lam) [3, 5, 2, 4, 6]
+  return lam
+
+-- | Discrete latent choice: z ~ Bernoulli 0.3, x ~ N(±2, 1), y = 0.5 ~ N(x, 1).
+mixture :: Meas Double
+mixture = do
+  z <- sample (bernoulli 0.3)
+  x <- sample (normal (if z then 2 else -2) 1)
+  score (normalPdf x 1 0.5)
+  return (if z then 1 else 0)
+
+-- | Changing dimension: k ∈ {0,1,2} uniform, k+1 standard normals whose sum
+-- is observed with noise 1 at y = 1.
+dimension :: Int -> Meas Double
+dimension target = do
+  k <- sample (uniformdiscrete 3)
+  xs <- replicateM (k + 1) (sample (normal 0 1))
+  score (normalPdf (sum xs) 1 1)
+  return (if k == target then 1 else 0)
+
+eightSchools :: Data -> Meas Draw
+eightSchools d = do
+  let ys = reals "y" d
+      sigmas = reals "sigma" d
+  mu <- sample (normal 0 5)
+  tau <- sample (abs <$> cauchy 0 5)
+  thetaTrans <- replicateM (int "J" d) (sample (normal 0 1))
+  let theta = [mu + tau * t | t <- thetaTrans]
+  sequence_ [score (normalPdf th s y) | (th, s, y) <- zip3 theta sigmas ys]
+  return (draw [scalar "mu" mu, scalar "tau" tau, vector "theta" theta])
+
+eightSchoolsData :: Data
+eightSchoolsData = either error id $ dataFromValue $ A.object
+  [ (A..=) "J" (8 :: Int)
+  , (A..=) "y" [28, 8, -3, 7, -1, 1, 18, 12 :: Double]
+  , (A..=) "sigma" [15, 10, 16, 11, 9, 11, 10, 18 :: Double] ]
+
+spec :: Spec
+spec = do
+  describe "default kernel recovers conjugate posteriors" $ do
+    it "normal-normal" $ do
+      let prec = 1 / 4 + 5 / 2.25
+          m = (1 / 4 + sum [2.1, 3.4, 1.7, 2.9, 4.0] / 2.25) / prec
+      fitChains (settings 11) normalNormal >>= agrees (m, sqrt (1 / prec))
+    it "beta-Bernoulli" $ fitChains (settings 12) betaBernoulli >>= agrees (9 / 15, sqrt (9 * 6 / (225 * 16)))
+    it "gamma-Poisson" $ fitChains (settings 13) gammaPoisson >>= agrees (22 / 6, sqrt 22 / 6)
+    it "a discrete latent choice (Gaussian mixture)" $ do
+      let like mu = normalPdf mu (sqrt 2) 0.5
+          p = 0.3 * like 2 / (0.3 * like 2 + 0.7 * like (-2))
+      fitChains (settings 14) mixture >>= probabilityAgrees p
+    it "a changing number of sites" $ do
+      let w k = normalPdf 0 (sqrt (fromIntegral k + 2)) 1
+          p k = w k / sum (map w [0 .. 2 :: Int])
+      forM_ [0, 2] $ \k -> fitChains (settings 15) (dimension k) >>= probabilityAgrees (p k)
+
+  describe "upstream-semantics mh kernel" $
+    it "normal-normal" $ do
+      let prec = 1 / 4 + 5 / 2.25
+          m = (1 / 4 + sum [2.1, 3.4, 1.7, 2.9, 4.0] / 2.25) / prec
+      fitChains ((settings 16) {ssKernel = UpstreamMH 0.5}) normalNormal >>= agrees (m, sqrt (1 / prec))
+
+  describe "eight schools (non-centred) against posteriordb's reference" $ do
+    ref <- runIO loadReference
+    chains <- runIO (sampleChains (defaultSettings {ssSeed = 8}) (eightSchools eightSchoolsData))
+    let byName = Map.fromListWith (flip (++))
+          [ (n, [vs]) | c <- chains
+          , (n, vs) <- zip names (transposeDraws (crDraws c)) ]
+        names = concatMap scalarNames (drawFields (head (crDraws (head chains))))
+    forM_ (Map.toList ref) $ \(name, (rMean, rSd, rN)) ->
+      it name $ do
+        let cs = Map.findWithDefault [] name byName
+            m = mean (concat cs)
+            s = sampleSd (concat cs)
+            mcse = pooledMcse 20 cs
+            tol = 4 * sqrt (mcse * mcse + rSd * rSd / rN)
+        length cs `shouldBe` 4
+        abs (m - rMean) `shouldSatisfy` (< tol)
+        -- SD within 10%: 4 combined relative MCSEs of the SD at ESS ≥ 800
+        abs (s / rSd - 1) `shouldSatisfy` (< 0.1)
+
+  describe "runs" $ do
+    it "are reproducible for a seed and differ between seeds" $ do
+      a <- fitChains (settings 21) normalNormal
+      b <- fitChains (settings 21) normalNormal
+      c <- fitChains (settings 22) normalNormal
+      a `shouldBe` b
+      a `shouldNotBe` c
+    it "fail with NoValidStart when every prior draw has weight zero" $
+      (sampleChains (settings 1) (sample (normal 0 1) >>= \x -> score 0 >> return x) >>= evaluate . length)
+        `shouldThrow` (\(NoValidStart n) -> n == ssMaxInitTries (settings 1))
+    it "count evaluations with invalid weights" $ do
+      let halfSpace = do
+            x <- sample (normal 0 1)
+            score (if x > 0 then 1 else 0 / 0)
+            return x
+      rs <- sampleChains (settings 23) halfSpace
+      all (\r -> crInvalidWeights r > 0 && crInvalidWeights r < crEvaluations r) rs `shouldBe` True
+      agrees (sqrt (2 / pi), sqrt (1 - 2 / pi)) (map crDraws rs)
+  where
+    transposeDraws ds = foldr (zipWith (:)) (repeat []) (map (concatMap fieldValues . drawFields) ds)
+
+loadReference :: IO (Map.Map String (Double, Double, Double))
+loadReference = do
+  bytes <- BL.readFile "test/fixtures/eight_schools.json"
+  case A.eitherDecode bytes of
+    Left e -> fail e
+    Right m -> return (Map.map (\r -> (refMean r, refSd r, refN r)) m)
+
+data Ref = Ref {refMean :: Double, refSd :: Double, refN :: Double}
+
+instance A.FromJSON Ref where
+  parseJSON = A.withObject "reference" $ \o -> Ref <$> o A..: "mean" <*> o A..: "sd" <*> o A..: "n"
