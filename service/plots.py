@@ -104,14 +104,28 @@ def forest_svg(rows: list[Row], *, band: tuple[float, float], log: bool = False,
     return "".join(out)
 
 
+def band_verdict(interval, band) -> str:
+    """Colour of one interval against its own band: inside (agree), wholly outside
+    (disagree) or straddling (inconclusive). The row's verdict combines both plots."""
+    if not interval or len(interval) < 2 or not _finite(interval[0], interval[1]):
+        return "inconclusive"
+    lo, hi = interval[0], interval[1]
+    if band[0] <= lo and hi <= band[1]:
+        return "agree"
+    if hi < band[0] or lo > band[1]:
+        return "disagree"
+    return "inconclusive"
+
+
 def scope_plots(comparisons: list[dict], rule: dict) -> tuple[str, str]:
-    """(d plot, SD-ratio plot) for one scope's comparison rows (evidence format)."""
+    """(d plot, SD-ratio plot) for one scope's comparison rows (evidence format). Each
+    interval is coloured by where it lies against that plot's band."""
     delta = float(rule.get("delta", 0.2))
     band = tuple(rule.get("sd_ratio_band", (0.8, 1.25)))
-    d_rows = [Row(c["parameter"], c.get("d"), *(c.get("D") or (None, None)), c.get("verdict", ""))
-              for c in comparisons]
-    r_rows = [Row(c["parameter"], c.get("r"), *(c.get("R") or (None, None)), c.get("verdict", ""))
-              for c in comparisons]
+    d_rows = [Row(c["parameter"], c.get("d"), *(c.get("D") or (None, None)),
+                  band_verdict(c.get("D"), (-delta, delta))) for c in comparisons]
+    r_rows = [Row(c["parameter"], c.get("r"), *(c.get("R") or (None, None)),
+                  band_verdict(c.get("R"), band)) for c in comparisons]
     return (forest_svg(d_rows, band=(-delta, delta), title=f"standardized mean difference d (band ±{delta:g})"),
             forest_svg(r_rows, band=band, log=True, reference=1.0,
                        title=f"SD ratio r, log scale (band {band[0]:g}–{band[1]:g})"))

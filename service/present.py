@@ -73,10 +73,20 @@ def batch_detail(session, b: Batch) -> dict:
         # while running: the same summary over the audits finished so far
         "summary_so_far": None if b.summary else _partial_summary(audits),
         "pending_posteriors": [n for n in b.posteriors if n not in {a.posterior for a in audits}],
-        "audits": [{**audit_summary(a), "scope_verdicts":
-                    (a.evidence or {}).get("scope_verdicts")} for a in audits],
+        "audits": [{**audit_summary(a),
+                    "scope_verdicts": (a.evidence or {}).get("scope_verdicts"),
+                    "reference_verdict": _reference_verdict(a.evidence)} for a in audits],
         "url": f"{API}/batches/{b.id}", "page": f"/batches/{b.id}",
     }
+
+
+def _reference_verdict(evidence: dict | None) -> str | None:
+    """Did the PyMC fit on ``full`` agree with posteriordb's reference draws?"""
+    for scope in ((evidence or {}).get("scopes") or {}).values():
+        block = (scope.get("reference") or {}).get("pymc_vs_reference")
+        if block:
+            return block.get("verdict")
+    return None
 
 
 def _partial_summary(audits) -> dict | None:

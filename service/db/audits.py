@@ -7,6 +7,7 @@ under the unique constraints of :mod:`service.db.models`.
 """
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -122,6 +123,11 @@ def list_audits(session: Session, *, verdict: str | None = None, status: str | N
     return list(rows), total
 
 
+def _aware(t: dt.datetime | None) -> dt.datetime | None:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    return t.replace(tzinfo=dt.timezone.utc) if t is not None and t.tzinfo is None else t
+
+
 def set_status(session: Session, audit: Audit, status: str, *, verdict: str | None = None,
                reason: str | None = None, error: dict | None = None,
                evidence: dict | None = None, message: str | None = None) -> None:
@@ -133,12 +139,11 @@ def set_status(session: Session, audit: Audit, status: str, *, verdict: str | No
         audit.started_at = now
     if status in ("done", "failed"):
         audit.finished_at = now
-        created = audit.created_at
+        created, started = _aware(audit.created_at), _aware(audit.started_at)
         audit.timings = {
             "total": (now - created).total_seconds() if created else None,
-            "running": (now - audit.started_at).total_seconds() if audit.started_at else None,
-            "queued": (audit.started_at - created).total_seconds()
-            if audit.started_at and created else None,
+            "running": (now - started).total_seconds() if started else None,
+            "queued": (started - created).total_seconds() if started and created else None,
         }
     if verdict is not None:
         audit.verdict = verdict
