@@ -155,12 +155,13 @@ def queue_length(broker_url, celery_queue):
 
 @pytest.fixture
 def start_worker(service_env, tmp_path):
-    """``start_worker(name)`` -> Popen of a real worker; all are killed at teardown."""
+    """``start_worker(name, env=overrides)`` -> Popen of a real worker (its log file at
+    ``.log_path``); every one still running is stopped at teardown."""
     procs: list[subprocess.Popen] = []
 
-    def start(name: str = "w1", concurrency: int = 1) -> subprocess.Popen:
+    def start(name: str = "w1", concurrency: int = 1, env: dict | None = None) -> subprocess.Popen:
         log = open(tmp_path / f"worker-{name}-{len(procs)}.log", "wb")
-        env = {**os.environ, **service_env}
+        env = {**os.environ, **service_env, **(env or {})}
         proc = subprocess.Popen(
             [sys.executable, "-m", "service.cli", "worker", f"--concurrency={concurrency}",
              f"--hostname={name}-{secrets.token_hex(3)}@%h", "--log-level=INFO"],
