@@ -1,0 +1,154 @@
+"""The PyMC runner on real processes: sandbox limits, error mapping, a seeded fit.
+
+Each test starts a sandboxed child that imports PyMC (several seconds); fits use small
+draw counts except the eight-schools acceptance fit.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sandbox
+from workers.errors import CompileError, ProgramRefused, ProgramRuntimeError, ResourceLimit
+from workers.pymc_runner import fit_pymc
+from workers.pymc_runner.runner import child_environment
+
+pytestmark = pytest.mark.integration
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "eight_schools"
+EIGHT_SCHOOLS = (FIXTURES / "model.py").read_text()
+FULL = json.loads((FIXTURES / "full.json").read_text())
+HEADER = "import numpy as np\nimport pymc as pm\n\n\ndef model(data):\n"  # body from line 6
+QUICK = dict(chains=2, tune=100, draws=100, seed=5)
+
+
+def test_endless_loop_stops_at_the_cpu_limit_and_the_parent_survives():
+    source = HEADER + "    while True:\n        pass\n"
+    with pytest.raises(ResourceLimit) as err:
+        fit_pymc(source, {}, limits=sandbox.Limits(cpu_seconds=12, wall_seconds=120), **QUICK)
+    assert err.value.details["limit"] == "cpu"
+
+
+def test_endless_loop_stops_at_the_wall_clock_limit():
+    source = HEADER + "    while True:\n        pass\n"
+    with pytest.raises(ResourceLimit) as err:
+        fit_pymc(source, {}, limits=sandbox.Limits(cpu_seconds=600, wall_seconds=6), **QUICK)
+    assert err.value.details["limit"] == "timeout"
+
+
+def test_a_30_gb_allocation_is_stopped_and_reported_as_memory():
+    source = HEADER + "    x = np.ones(4_000_000_000)\n    return x\n"
+    with pytest.raises(ResourceLimit) as err:
+        fit_pymc(source, {}, limits=sandbox.Limits(memory_mb=4096), **QUICK)
+    assert err.value.details["limit"] == "memory"
+    assert "memory" in str(err.value)
+
+
+@pytest.mark.parametrize("body,line", [
+    ("    import socket\n    socket.create_connection(('127.0.0.1', 6379))\n", 6),
+    ("    f = open('/tmp/ppl-audit-outside.txt', 'w')\n", 6),
+    ("    np.savetxt('/tmp/ppl-audit-outside.txt', np.zeros(2))\n", 6),
+])
+def test_network_and_writes_outside_the_workdir_are_refused_before_running(body, line):
+    with pytest.raises(ProgramRefused) as err:
+        fit_pymc(HEADER + body, {}, **QUICK)
+    assert err.value.details["line"] == line
+    assert not Path("/tmp/ppl-audit-outside.txt").exists()
+
+
+@pytest.mark.skipif(not sandbox.network_isolation_available(),
+                    reason="kernel refuses network namespaces")
+def test_network_namespace_blocks_a_connect_even_without_the_verifier(tmp_path):
+    """Defence in depth: a process in the runner's sandbox has no route out, even to a
+    port that is listening on this host."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    try:
+        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"
+        done = sandbox.run([sys.executable, "-c", code], limits=sandbox.Limits(),
+                           cwd=tmp_path, env=child_environment(tmp_path))
+        assert done.returncode != 0
+        assert b"unreachable" in done.stderr or b"refused" in done.stderr
+        # the same connect outside the sandbox succeeds: the namespace made the difference
+        socket.create_connection(("127.0.0.1", port), timeout=3).close()
+    finally:
+        server.close()
+
+
+def test_restricted_runtime_namespace_backs_up_the_verifier():
+    """The child executes programs with an allow-listed __import__ and no open/eval."""
+    from workers.pymc_runner.child import _restricted_builtins
+
+    namespace = {"__builtins__": _restricted_builtins()}
+    for code, error in [("import os", ImportError), ("from pytensor import function", ImportError),
+                        ("import pytensor.tensor as pt", None), ("open('x')", NameError),
+                        ("eval('1')", NameError), ("type(1)", NameError)]:
+        if error is None:
+            exec(code, namespace)
+        else:
+            with pytest.raises(error):
+                exec(code, namespace)
+
+
+def test_an_exception_in_model_is_a_compile_error_naming_the_line():
+    source = HEADER + "    y = data['y']\n    missing = data['nope']\n"
+    with pytest.raises(CompileError) as err:
+        fit_pymc(source, {"y": [1.0]}, **QUICK)
+    assert err.value.details["line"] == 7
+    assert "KeyError" in str(err.value) and "nope" in str(err.value)
+
+
+def test_a_failure_while_sampling_is_a_runtime_error():
+    source = HEADER + ("    with pm.Model() as m:\n"
+                       "        mu = pm.Normal('mu', 0.0, 1.0)\n"
+                       "        pm.Normal('y', mu, -1.0, observed=[1.0, 2.0])\n"
+                       "    return m\n")
+    with pytest.raises(ProgramRuntimeError) as err:
+        fit_pymc(source, {}, **QUICK)
+    assert "sampling failed" in str(err.value)
+
+
+@pytest.mark.slow
+def test_eight_schools_fit_is_named_shaped_and_reproducible():
+    first = fit_pymc(EIGHT_SCHOOLS, FULL, chains=4, tune=1000, draws=1000, seed=11)
+    expected = {"mu", "tau", *(f"theta[{i}]" for i in range(1, 9)),
+                *(f"theta_trans[{i}]" for i in range(1, 9))}
+    assert set(first.draws) == expected
+    assert all(v.shape == (4, 1000) and v.dtype == np.float64 for v in first.draws.values())
+    assert first.reportable == ["mu", "tau", "theta_trans", "theta"]
+    assert first.sampler["seed"] == 11 and first.sampler["chains"] == 4
+    assert first.stats["attempts"] and first.timings["sample"] > 0
+    assert (first.draws["tau"] > 0).all()
+    # posteriordb reference for this posterior: mu ≈ 4.4, tau ≈ 3.6
+    assert 3.0 < first.draws["mu"].mean() < 6.0 and 2.0 < first.draws["tau"].mean() < 5.5
+    second = fit_pymc(EIGHT_SCHOOLS, FULL, chains=4, tune=1000, draws=1000, seed=11)
+    for name, values in first.draws.items():
+        np.testing.assert_array_equal(values, second.draws[name], err_msg=name)
+
+
+CENTERED = HEADER + """\
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfCauchy("tau", 5.0)
+        theta = pm.Normal("theta", mu, tau, shape=int(data["J"]))
+        pm.Normal("y", theta, np.asarray(data["sigma"], dtype=float),
+                  observed=np.asarray(data["y"], dtype=float))
+    return m
+"""
+
+
+def test_divergences_trigger_retries_at_higher_target_accept():
+    fit = fit_pymc(CENTERED, FULL, chains=2, tune=200, draws=200, seed=2,
+                   retry_target_accepts=(0.95, 0.99))
+    attempts = fit.stats["attempts"]
+    assert attempts[0]["target_accept"] == 0.8 and attempts[0]["divergences"] > 0
+    assert [a["target_accept"] for a in attempts[1:]] == [0.95, 0.99][:len(attempts) - 1]
+    assert fit.divergences == min(a["divergences"] for a in attempts)
+    assert fit.sampler["target_accept"] in (0.95, 0.99)

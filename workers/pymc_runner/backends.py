@@ -1,0 +1,163 @@
+"""NUTS backends for the sandboxed child: run one, and read draws and sampler statistics.
+
+Runs inside the child process only (imports PyMC). Every backend returns ArviZ
+``InferenceData`` whose ``posterior`` holds free random variables in their constrained
+space and the named Deterministics, and a split of its time into compile and sample
+seconds.
+
+Mass matrix (``job["mass_matrix"]``): ``"diag"`` is each backend's default adaptation;
+``"dense"`` adapts a full matrix (PyMC ``init="jitter+adapt_full"``, NumPyro
+``dense_mass=True``); ``"low_rank"`` is nutpie's ``low_rank_modified_mass_matrix``
+(for other backends it means ``"dense"``). See ../../shared/PITFALLS.md: on correlated
+posteriors (diamonds) the mass matrix matters more than the backend.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+BACKENDS = ("nutpie", "pymc", "numpyro", "blackjax")
+MASS_MATRICES = ("diag", "dense", "low_rank")
+
+
+@dataclass
+class Sampled:
+    idata: object          # arviz.InferenceData
+    compile_seconds: float  # building logp/gradient code (PyTensor C, numba or JAX tracing)
+    sample_seconds: float   # warm-up and draws (for JAX backends this includes the XLA JIT)
+
+
+def sample(model, job: dict) -> Sampled:
+    backend = job["backend"]
+    if backend == "nutpie":
+        return _nutpie(model, job)
+    if backend == "pymc":
+        return _pymc(model, job)
+    if backend in ("numpyro", "blackjax"):
+        return _jax(model, job, backend)
+    raise ValueError(f"unknown backend {backend!r}")
+
+
+def _nutpie(model, job: dict) -> Sampled:
+    import nutpie
+
+    started = time.perf_counter()
+    compiled = nutpie.compile_pymc_model(model, backend="numba")
+    compiled_at = time.perf_counter()
+    idata = nutpie.sample(
+        compiled,
+        draws=job["draws"],
+        tune=job["tune"],
+        chains=job["chains"],
+        cores=job["cores"],
+        seed=job["seed"],
+        target_accept=job["target_accept"],
+        progress_bar=False,
+        save_warmup=False,
+        low_rank_modified_mass_matrix=job["mass_matrix"] == "low_rank",
+    )
+    done = time.perf_counter()
+    return Sampled(idata, compiled_at - started, done - compiled_at)
+
+
+def _pymc(model, job: dict) -> Sampled:
+    import pymc as pm
+
+    init = "jitter+adapt_full" if job["mass_matrix"] in ("dense", "low_rank") else "auto"
+    started = time.perf_counter()
+    idata = pm.sample(
+        draws=job["draws"],
+        tune=job["tune"],
+        chains=job["chains"],
+        # Chains in worker processes (forked) when cores > 1; the child is a plain
+        # process, not a Celery daemon, so multiprocessing is allowed here.
+        cores=job["cores"],
+        target_accept=job["target_accept"],
+        random_seed=job["seed"],
+        init=init,
+        model=model,
+        progressbar=False,
+        compute_convergence_checks=False,
+        return_inferencedata=True,
+        idata_kwargs={"log_likelihood": False},
+    )
+    total = time.perf_counter() - started
+    sampling = float(idata.posterior.attrs.get("sampling_time", total))
+    return Sampled(idata, max(total - sampling, 0.0), sampling)
+
+
+def _jax(model, job: dict, backend: str) -> Sampled:
+    from pymc.sampling.jax import sample_jax_nuts
+
+    nuts_kwargs = {"dense_mass": True} if job["mass_matrix"] in ("dense", "low_rank") else {}
+    started = time.perf_counter()
+    idata = sample_jax_nuts(
+        draws=job["draws"],
+        tune=job["tune"],
+        chains=job["chains"],
+        target_accept=job["target_accept"],
+        random_seed=job["seed"],
+        model=model,
+        nuts_sampler=backend,
+        nuts_kwargs=nuts_kwargs or None,
+        # one XLA host device per chain (XLA_FLAGS set by the child before importing jax)
+        chain_method="parallel",
+        progressbar=False,
+        compute_convergence_checks=False,
+        idata_kwargs={"log_likelihood": False},
+    )
+    total = time.perf_counter() - started
+    sampling = float(idata.posterior.attrs.get("sampling_time", total))
+    return Sampled(idata, max(total - sampling, 0.0), sampling)
+
+
+def reportable_names(model) -> list[str]:
+    """Free random variables, then named Deterministics, in model order."""
+    return [rv.name for rv in model.free_RVs] + [d.name for d in model.deterministics]
+
+
+def posterior_arrays(idata, names: list[str]) -> dict[str, np.ndarray]:
+    """name -> float64 array (chains, draws, *shape) from the posterior group."""
+    out = {}
+    for name in names:
+        values = np.asarray(idata.posterior[name].values, dtype=np.float64)
+        out[name] = np.ascontiguousarray(values)
+    return out
+
+
+# Sampler statistics under the names each backend uses -> our name.
+_STAT_NAMES = {
+    "step_size": ("step_size",),
+    "tree_depth": ("tree_depth", "depth"),
+    "n_steps": ("n_steps",),
+    "acceptance": ("acceptance_rate", "mean_tree_accept"),
+    "max_tree_depth_hits": ("reached_max_treedepth", "maxdepth_reached"),
+}
+
+
+def sampler_stats(idata) -> dict:
+    """Divergences and per-chain summaries (lists indexed by chain) of the kept draws."""
+    stats = idata.sample_stats
+    diverging = np.asarray(stats["diverging"].values, dtype=bool)
+    summary: dict = {
+        "divergences": int(diverging.sum()),
+        "divergences_per_chain": [int(x) for x in diverging.sum(axis=1)],
+    }
+    for ours, theirs in _STAT_NAMES.items():
+        for name in theirs:
+            if name in stats:
+                values = np.asarray(stats[name].values, dtype=np.float64)
+                reduce = np.sum if ours == "max_tree_depth_hits" else np.mean
+                summary[ours] = [round(float(reduce(c)), 6) for c in values]
+                break
+    energy_name = "energy" if "energy" in stats else None
+    if energy_name:
+        energy = np.asarray(stats[energy_name].values, dtype=np.float64)
+        # E-BFMI per chain (Betancourt 2016): mean squared energy change / energy variance
+        summary["e_bfmi"] = [
+            round(float(np.mean(np.diff(e) ** 2) / np.var(e)), 6) if np.var(e) > 0 else None
+            for e in energy
+        ]
+    return summary

@@ -1,0 +1,235 @@
+"""The sandboxed fit: ``python -m workers.pymc_runner.child`` in a fresh working directory.
+
+Input: ``job.json`` in the working directory (or the same JSON on stdin)::
+
+    {"source": "...", "data": {...}, "chains": 4, "tune": 1000, "draws": 1000,
+     "target_accept": 0.8, "backend": "nutpie", "seed": 1, "cores": 2,
+     "mass_matrix": "diag"}
+
+Output on success (exit 0), in the working directory:
+
+- ``draws.npz``: float64 arrays ``v0, v1, ...`` shaped (chains, draws, *shape);
+- ``summary.json``: ``{"names": {"v0": "mu", ...}, "reportable": [...], "shapes": {...},
+  "stats": {divergences, per-chain sampler statistics}, "timings": {seconds},
+  "versions": {...}, "backend": ..., "sampler": {...}}``.
+
+On a failure of the program (exit 3) or memory exhaustion (exit 4): one line
+``ppl-audit: <message>`` on stderr and ``error.json`` with ``{"stage", "message", "line"}``
+where stage is ``load`` (top-level code), ``build`` (``model(data)`` and the checks on the
+model it returned), ``refused`` (the model uses a construct outside the profile) or
+``sample``. Any other non-zero exit is a crash of ours, not the program's.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from workers.pymc_runner.protocol import (DRAWS_FILE, ERROR_FILE, EXIT_OUT_OF_MEMORY,
+                                          EXIT_PROGRAM_ERROR, JOB_FILE, PROGRAM_FILENAME,
+                                          SUMMARY_FILE)
+
+
+class ProgramFailure(Exception):
+    def __init__(self, stage: str, message: str, line: int | None = None,
+                 memory: bool = False) -> None:
+        super().__init__(message)
+        self.stage, self.message, self.line, self.memory = stage, message, line, memory
+
+
+def _program_line(exc: BaseException) -> int | None:
+    """Line of the innermost traceback frame inside the program, if any."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == PROGRAM_FILENAME:
+            line = frame.lineno
+    if isinstance(exc, SyntaxError) and exc.filename == PROGRAM_FILENAME:
+        line = exc.lineno
+    return line
+
+
+def _failure(stage: str, what: str, exc: BaseException) -> ProgramFailure:
+    text = str(exc).strip().splitlines()
+    detail = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return ProgramFailure(stage, f"{what}: {detail}"[:500], _program_line(exc),
+                          memory=isinstance(exc, MemoryError))
+
+
+def _restricted_builtins() -> dict:
+    import builtins
+    import importlib
+
+    from workers.pymc_runner.profile import ALLOWED_MODULE_PATHS, SAFE_BUILTINS
+
+    def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
+        # Defence in depth behind the verifier: the same allow-list at run time.
+        fromlist = tuple(fromlist or ())
+        allowed = name in ALLOWED_MODULE_PATHS or (
+            name in ("pytensor", "scipy") and fromlist
+            and all(f"{name}.{item}" in ALLOWED_MODULE_PATHS for item in fromlist))
+        if level != 0 or not allowed:
+            raise ImportError(f"import of {name!r} is not allowed")
+        return importlib.__import__(name, globals, locals, fromlist, level)
+
+    table = {name: getattr(builtins, name) for name in SAFE_BUILTINS}
+    table["__import__"] = guarded_import
+    return table
+
+
+def build_model(source: str, data: dict):
+    """Verify and execute the program, call ``model(data)``; return the checked model."""
+    import pymc as pm
+
+    from workers.errors import AuditError
+    from workers.pymc_runner.verifier import verify
+
+    try:
+        verify(source)
+    except AuditError as exc:
+        raise ProgramFailure("refused", exc.message, exc.details.get("line")) from None
+    namespace = {"__builtins__": _restricted_builtins(), "__name__": "ppl_audit_program"}
+    try:
+        exec(compile(source, PROGRAM_FILENAME, "exec"), namespace)  # noqa: S102 - verified
+    except Exception as exc:
+        raise _failure("load", "the program failed while loading", exc) from None
+    try:
+        model = namespace["model"](data)
+    except Exception as exc:
+        raise _failure("build", "model(data) failed", exc) from None
+    if not isinstance(model, pm.Model):
+        raise ProgramFailure("build", f"model(data) returned {type(model).__name__}, "
+                                      "not a pm.Model")
+    _check_model(model)
+    return model
+
+
+def _check_model(model) -> None:
+    """Run-time mirror of the verifier: only genuine random variables may add density."""
+    if model.potentials:
+        raise ProgramFailure("refused", "the model contains a Potential")
+    for rv in model.basic_RVs:
+        op_module = type(rv.owner.op).__module__
+        if op_module.startswith(("pymc.distributions.custom", "pymc.distributions.simulator")):
+            raise ProgramFailure("refused", f"{rv.name} is a custom or simulator "
+                                            "distribution")
+    if not model.free_RVs:
+        raise ProgramFailure("build", "the model has no free random variables to sample")
+    for rv in model.free_RVs:
+        if rv.type.dtype.startswith(("int", "uint", "bool")):
+            raise ProgramFailure("build", f"{rv.name} is discrete: NUTS samples only "
+                                          "continuous parameters")
+
+
+def _versions(backend: str) -> dict:
+    import arviz
+    import numpy
+    import pymc
+    import pytensor
+
+    versions = {"python": sys.version.split()[0], "pymc": pymc.__version__,
+                "pytensor": pytensor.__version__, "arviz": arviz.__version__,
+                "numpy": numpy.__version__}
+    modules = {"nutpie": ["nutpie", "numba"], "numpyro": ["numpyro", "jax"],
+               "blackjax": ["blackjax", "jax"]}.get(backend, [])
+    for name in modules:
+        versions[name] = getattr(sys.modules.get(name), "__version__", None)
+    return versions
+
+
+def _memory_peaks() -> dict:
+    """Peak virtual size and resident set of this process (MB), for choosing limits."""
+    peaks = {}
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmPeak", "VmHWM"):
+                peaks[{"VmPeak": "virtual", "VmHWM": "resident"}[key]] = round(
+                    int(value.split()[0]) / 1024, 1)
+    except OSError:
+        pass
+    return peaks
+
+
+def run(job: dict, workdir: Path) -> None:
+    timings = {}
+    started = time.perf_counter()
+    if job["backend"] in ("numpyro", "blackjax"):
+        # One XLA host device per chain so chain_method="parallel" runs them as threads.
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " "
+                                   f"--xla_force_host_platform_device_count={job['chains']}")
+    import numpy as np
+
+    from workers.pymc_runner import backends
+
+    import pymc  # noqa: F401  (timed: the bulk of start-up)
+    timings["import"] = time.perf_counter() - started
+
+    t = time.perf_counter()
+    model = build_model(job["source"], job["data"])
+    timings["build"] = time.perf_counter() - t
+    try:
+        sampled = backends.sample(model, job)
+    except MemoryError as exc:
+        raise _failure("sample", "out of memory while sampling", exc) from None
+    except Exception as exc:
+        raise _failure("sample", "sampling failed", exc) from None
+    timings["compile"] = sampled.compile_seconds
+    timings["sample"] = sampled.sample_seconds
+
+    names = backends.reportable_names(model)
+    arrays = backends.posterior_arrays(sampled.idata, names)
+    keys = {f"v{i}": name for i, name in enumerate(names)}
+    np.savez(workdir / DRAWS_FILE, **{key: arrays[name] for key, name in keys.items()})
+    timings["total"] = time.perf_counter() - started
+    summary = {
+        "names": keys,
+        "reportable": names,
+        "shapes": {name: list(arrays[name].shape[2:]) for name in names},
+        "stats": backends.sampler_stats(sampled.idata),
+        "timings": {k: round(v, 4) for k, v in timings.items()},
+        "versions": _versions(job["backend"]),
+        "backend": job["backend"],
+        "memory_mb": _memory_peaks(),
+    }
+    (workdir / SUMMARY_FILE).write_text(json.dumps(summary))
+
+
+def _report(workdir: Path, failure: ProgramFailure) -> int:
+    payload = {"stage": failure.stage, "message": failure.message, "line": failure.line}
+    (workdir / ERROR_FILE).write_text(json.dumps(payload))
+    where = f" (line {failure.line})" if failure.line else ""
+    one_line = " ".join(failure.message.split())
+    sys.stderr.write(f"ppl-audit: {one_line}{where}\n")
+    return EXIT_OUT_OF_MEMORY if failure.memory else EXIT_PROGRAM_ERROR
+
+
+def main() -> int:
+    import logging
+    import warnings
+
+    # Library chatter is not the program's output; real problems surface as exceptions.
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    logging.basicConfig(level=logging.WARNING)
+    workdir = Path.cwd()
+    job_file = workdir / JOB_FILE
+    job = json.loads(job_file.read_text() if job_file.exists() else sys.stdin.read())
+    try:
+        run(job, workdir)
+    except ProgramFailure as failure:
+        return _report(workdir, failure)
+    except MemoryError as exc:
+        return _report(workdir, _failure("sample", "out of memory", exc))
+    return 0
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Skip interpreter finalisation: sampler thread pools (nutpie, XLA) torn down during
+    # shutdown have segfaulted after a clean report; the outputs are already on disk.
+    os._exit(code)
