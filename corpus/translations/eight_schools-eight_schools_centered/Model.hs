@@ -7,7 +7,6 @@ import Control.Monad (replicateM)
 import LazyPPL
 import LazyPPL.Distributions
 import LazyPPL.Bridge
-import Numeric.Log (Log (..))
 
 model :: Data -> Meas Draw
 model d = do
