@@ -54,6 +54,12 @@ def _settings(path: Path | None) -> AuditSettings:
         raise InvalidRequest(f"settings file {path}: {err}") from None
 
 
+def _stdout_console() -> Console:
+    """Tables need ~100 columns; a pipe gets that width instead of rich's 80."""
+    console = Console()
+    return console if console.is_terminal else Console(width=120)
+
+
 def _scopes(specs: list[str]) -> dict[str, dict]:
     scopes = {}
     for spec in specs:
@@ -138,7 +144,7 @@ def _run_with_progress(request: pipeline.AuditRequest, console: Console, prefix:
 
 def audit_main(args: argparse.Namespace) -> int:
     """Run one audit locally; exit 0 for any verdict, 2 if the audit could not run."""
-    out, err = Console(), Console(stderr=True)
+    out, err = _stdout_console(), Console(stderr=True)
     try:
         name = args.pymc.parent.name if args.pymc.stem == "model" else args.pymc.stem
         request = pipeline.AuditRequest(
@@ -243,7 +249,7 @@ def batch_main(args: argparse.Namespace) -> int:
     """A local batch over the shipped corpus, with progress and the SPEC §4 summary."""
     from corpus.loader import list_posteriors
 
-    out, err = Console(), Console(stderr=True)
+    out, err = _stdout_console(), Console(stderr=True)
     try:
         available = list_posteriors()
         if args.posteriors:

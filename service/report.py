@@ -1,6 +1,7 @@
 """Readable terminal tables of an audit's evidence and of a batch report (rich)."""
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -23,11 +24,11 @@ def _interval(iv, fmt: str = "{:+.3f}") -> str:
 
 
 def _rows_table(title: str, rows: list[dict], cand: str, base: str) -> Table:
-    t = Table(title=title, title_justify="left", show_lines=False, pad_edge=False)
-    for col, just in (("parameter", "left"), ("d", "right"), ("D (k·MCSE)", "right"),
-                      ("r", "right"), ("R", "right"), (f"ESS bulk {cand}/{base}", "right"),
-                      (f"R-hat {cand}/{base}", "right"), ("verdict", "left")):
-        t.add_column(col, justify=just)
+    t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    for col, just in (("parameter", "left"), ("d", "right"), ("D = d ± k·MCSE", "right"),
+                      ("r", "right"), ("R", "right"), ("bulk ESS L/P", "right"),
+                      ("R-hat L/P", "right"), ("verdict", "left")):
+        t.add_column(col, justify=just, no_wrap=True)
     for row in rows:
         c, b = row.get(cand) or {}, row.get(base) or {}
         ess = f"{_num(c.get('ess_bulk'), '{:.0f}')}/{_num(b.get('ess_bulk'), '{:.0f}')}"
@@ -40,6 +41,7 @@ def _rows_table(title: str, rows: list[dict], cand: str, base: str) -> Table:
 
 def print_audit(console: Console, ev: dict) -> None:
     """The verdict first, then a table per scope with gates, hints and the reference check."""
+    console.print(f"L = LazyPPL, P = PyMC (baseline); d in baseline SDs, r = SD ratio", style="dim")
     console.print(f"\n[bold]{ev.get('name', 'audit')}[/]: {badge(ev.get('verdict'))} — {ev.get('reason', '')}",
                   highlight=False)
     for name, sc in (ev.get("scopes") or {}).items():
@@ -79,7 +81,7 @@ def print_audit(console: Console, ev: dict) -> None:
 
 def print_batch(console: Console, report: dict) -> None:
     """A row per posterior (verdict per scope and reference checks), then SPEC §4 counts."""
-    t = Table(title="posteriordb batch", title_justify="left")
+    t = Table(title="posteriordb batch", title_justify="left", box=box.SIMPLE_HEAD)
     for col in ("posterior", "verdict", "visible", "full", "PyMC↔ref", "LazyPPL↔ref", "seconds"):
         t.add_column(col, justify="right" if col == "seconds" else "left")
     for e in report["posteriors"]:
