@@ -154,3 +154,36 @@ def test_missing_reference_draws_are_a_clear_error():
     # posteriordb's snapshot lacks the (large) draws of mcycle_gp-accel_gp.
     with pytest.raises(FileNotFoundError, match="no reference draws"):
         loader.load_reference("mcycle_gp-accel_gp")
+
+
+# ---- every translation: static checks and shapes -----------------------------------
+
+@pytest.mark.parametrize("name", loader.list_posteriors())
+def test_every_translation_passes_the_static_checks(name):
+    from haskell_bridge.lint import lint
+    from workers.pymc_runner.verifier import verify
+
+    entry = loader.load(name)
+    verify(entry.pymc_source)  # raises ProgramRefused
+    lint(entry.lazyppl_source)  # raises ProgramRefused
+
+
+@pytest.mark.slow  # imports PyMC and builds every model twice: about 30 s in all
+@pytest.mark.parametrize("name", loader.list_posteriors())
+def test_every_pymc_translation_reports_the_reference_parameters(name):
+    """model(data) builds on both scopes; each compared parameter is a free RV or a
+    Deterministic whose size on ``full`` matches the reference's scalar count."""
+    import types
+
+    entry = loader.load(name)
+    module = types.ModuleType("translation")
+    exec(compile(entry.pymc_source, f"{name}/model.py", "exec"), module.__dict__)
+    for scope, data in entry.scopes.items():
+        model = module.model(data)
+        named = {v.name for v in model.free_RVs} | {v.name for v in model.deterministics}
+        assert set(entry.parameters) <= named, (scope, named)
+        if scope == "full":
+            for p in entry.parameters:
+                size = int(np.prod(model[p].shape.eval()))
+                in_reference = [n for n in entry.reference.draws if n.split("[")[0] == p]
+                assert size == len(in_reference), (p, size, in_reference)
