@@ -26,6 +26,7 @@ import hashlib
 import logging
 import os
 import re
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ SAFE_FLAGS: tuple[str, ...] = (
 )
 
 #: Flags for linking the trusted Main with the compiled model.
-LINK_FLAGS: tuple[str, ...] = ("-threaded", "-rtsopts")
+LINK_FLAGS: tuple[str, ...] = ("-threaded", "-rtsopts", "-optl-s")  # -s: strip, 30% smaller
 
 MAIN_HS = """\
 module Main (main) where
@@ -71,6 +72,10 @@ main = runHarness model
 
 #: Address space allowed beyond twice the heap cap (binary, stacks, C allocations), MB.
 ADDRESS_SPACE_HEADROOM_MB = 512
+
+#: Compiled programs kept per library build (about 14 MB each), least recently used
+#: evicted first.
+MAX_CACHED_PROGRAMS = 100
 
 #: Longest compiler message passed on to the user, in characters.
 MAX_MESSAGE_CHARS = 8000
@@ -121,6 +126,7 @@ def build_program(source: str, *, limits: sandbox.Limits) -> CompiledProgram:
     key = program_key(text, build)
     target = build.programs_dir / key / "model"
     if target.is_file():
+        os.utime(target)  # recency for eviction
         log.info("lazyppl program %s: cached binary, not recompiled", key)
         return CompiledProgram(target, key, cached=True, seconds=0.0)
     started = time.monotonic()
@@ -132,9 +138,23 @@ def build_program(source: str, *, limits: sandbox.Limits) -> CompiledProgram:
         staged = target.with_name(f"model.{os.getpid()}.tmp")
         os.replace(binary, staged)  # same file system as target: publish atomically
         os.replace(staged, target)
+    evict_old_programs(build.programs_dir, keep=MAX_CACHED_PROGRAMS)
     seconds = time.monotonic() - started
     log.info("lazyppl program %s: compiled in %.2f s", key, seconds)
     return CompiledProgram(target, key, cached=False, seconds=seconds)
+
+
+def evict_old_programs(programs_dir: Path, *, keep: int) -> None:
+    """Delete all but the ``keep`` most recently used program binaries."""
+    binaries = []
+    for path in programs_dir.glob("*/model"):
+        try:
+            binaries.append((path.stat().st_mtime, path))
+        except FileNotFoundError:
+            continue  # evicted concurrently
+    binaries.sort(reverse=True)
+    for _, path in binaries[keep:]:
+        shutil.rmtree(path.parent, ignore_errors=True)
 
 
 def compile_untrusted_module(text: str, work: Path, build: LazypplBuild, *,

@@ -34,6 +34,8 @@ from workers.fit import Fit, scalar_names
 
 #: Exit status the harness uses for errors in the user's program or data.
 USER_ERROR_EXIT = 3
+#: Exit status the harness uses for malformed input (settings it does not accept).
+HARNESS_INPUT_EXIT = 2
 #: Exit status of a GHC program whose heap passed its +RTS -M cap.
 HEAP_EXHAUSTED_EXIT = 251
 
@@ -131,6 +133,9 @@ def _raise_for_failure(done: sandbox.Completed, limits: sandbox.Limits) -> None:
         message = lines[-1][len("ppl-audit: "):] if lines else stderr.strip()[-2000:]
         raise ProgramRuntimeError(message or "the LazyPPL program failed",
                                   language="lazyppl")
+    if done.returncode == HARNESS_INPUT_EXIT and "ppl-audit: " in stderr:
+        # e.g. an unknown kernel name: the request's settings, not the program, are wrong
+        raise InvalidRequest(stderr.split("ppl-audit: ")[-1].strip())
     if (done.returncode == HEAP_EXHAUSTED_EXIT or "Heap exhausted" in stderr
             or "Stack space overflow" in stderr or "out of memory" in stderr):
         raise ResourceLimit(

@@ -19,7 +19,13 @@ from haskell_bridge import build_program, compile_program, fit_lazyppl, lazyppl_
 from haskell_bridge.compile import compile_untrusted_module
 from haskell_bridge.lint import normalise_source
 from sandbox import Limits
-from workers.errors import CompileError, ProgramRefused, ProgramRuntimeError, ResourceLimit
+from workers.errors import (
+    CompileError,
+    InvalidRequest,
+    ProgramRefused,
+    ProgramRuntimeError,
+    ResourceLimit,
+)
 
 pytestmark = [
     pytest.mark.integration,
@@ -277,3 +283,10 @@ def test_memory_bomb_stops_at_the_heap_cap(build):
     err = info.value
     assert err.details["limit"] == "memory" and "200 MB" in err.message
     assert err.details["max_rss_mb"] < 600
+
+
+def test_unknown_kernel_is_an_invalid_request(build):
+    with pytest.raises(InvalidRequest) as info:
+        fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=1, limits=LIMITS,
+                    **{**SMALL, "kernel": "no-such-kernel"})
+    assert "no-such-kernel" in info.value.message

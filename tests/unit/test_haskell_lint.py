@@ -166,3 +166,25 @@ def test_oversized_source_refused():
 
 def test_normalise_source_line_endings():
     assert normalise_source("\ufeffa\r\nb\rc\n") == "a\nb\nc\n"
+
+
+def test_compile_exposes_exactly_the_modules_the_lint_allows():
+    from haskell_bridge.compile import EXPOSED_MODULES
+    from haskell_bridge.lint import ALLOWED_IMPORTS
+
+    exposed = [m for modules in EXPOSED_MODULES.values() for m in modules]
+    assert sorted(exposed) == sorted(ALLOWED_IMPORTS)
+
+
+def test_eviction_keeps_the_most_recently_used(tmp_path):
+    import os
+
+    from haskell_bridge.compile import evict_old_programs
+
+    for i in range(5):
+        binary = tmp_path / f"k{i}" / "model"
+        binary.parent.mkdir()
+        binary.write_bytes(b"x")
+        os.utime(binary, (1000 + i, 1000 + i))
+    evict_old_programs(tmp_path, keep=2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k3", "k4"]

@@ -1,0 +1,194 @@
+"""LazyPPL engine benchmark (issue 2): our default sampler against upstream-semantics mh.
+
+Run on demand (not in CI; about 5-10 minutes on 2 shared cores)::
+
+    .venv/bin/python benchmarks/lazyppl_engine.py
+    .venv/bin/python benchmarks/lazyppl_engine.py --posterior kidiq-kidscore_momiq --json out.json
+
+Every fit goes through the real path (``haskell_bridge.fit_lazyppl``: lint, Safe
+Haskell compile with the binary cache, sandboxed harness run, 4 chains on ``-N2``).
+Figures per posterior and kernel:
+
+* bulk ESS (ArviZ ``az.ess(method="bulk")``) over the compared parameters (the corpus
+  ``meta.json`` parameters, expanded to scalars), minimum and median, divided by the
+  harness process's CPU seconds (user + system, all chains, GC included);
+* peak RSS of the harness process (``wait4`` rusage, MB);
+* ``|d| max``: the largest |mean - reference mean| / reference SD against posteriordb's
+  reference draws, a sanity check that speed is not bought with a wrong answer
+  (values below ~0.1 are noise at these ESS);
+* cold compile (GHC on a never-seen source: Safe compile + link), cached start-up
+  (a 1-draw fit of a cached binary, end to end in Python), and the wall time of a
+  default-kernel run that reaches 800 bulk ESS on every compared scalar (4 chains;
+  draws grown by the measured ESS rate until a run reaches it).
+
+Models: ``corpus/translations/<posterior>/Model.hs`` when it exists, else the file in
+``benchmarks/lazyppl_models/`` (kidiq there uses wide normal(0, 100) priors on beta
+where Stan has flat ones; see the file).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import arviz as az  # noqa: E402
+
+from corpus.loader import TRANSLATIONS_DIR, load_data, load_reference  # noqa: E402
+from haskell_bridge import build_program, fit_lazyppl, lazyppl_build  # noqa: E402
+from sandbox import Limits  # noqa: E402
+from workers.fit import Fit, base_name  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+POSTERIORS = {
+    "eight_schools-eight_schools_noncentered": ("eight_schools_noncentered.hs",
+                                                ["mu", "tau", "theta"]),
+    "kidiq-kidscore_momiq": ("kidiq_kidscore_momiq.hs", ["beta", "sigma"]),
+}
+#: Iterations per chain. Upstream mh mixes slowly, so it runs longer and is thinned;
+#: ESS per CPU-second is a rate, so the run lengths need not match.
+KERNELS = {
+    "default": {"warmup": 1000, "draws": 1000, "thin": 1},
+    "mh": {"warmup": 5000, "draws": 2000, "thin": 10, "options": {"mh_p": 0.1}},
+}
+CHAINS = 4
+TARGET_ESS = 800
+LIMITS = Limits(cpu_seconds=1800, memory_mb=4096, wall_seconds=1800)
+
+
+def model_source(posterior: str) -> tuple[str, str]:
+    corpus = TRANSLATIONS_DIR / posterior / "Model.hs"
+    if corpus.is_file():
+        return corpus.read_text(), str(corpus.relative_to(HERE.parent))
+    fallback = HERE / "lazyppl_models" / POSTERIORS[posterior][0]
+    return fallback.read_text(), str(fallback.relative_to(HERE.parent))
+
+
+def compared(fit: Fit, bases: list[str]) -> list[str]:
+    return [n for n in fit.draws if base_name(n) in bases]
+
+
+def bulk_ess(fit: Fit, names: list[str]) -> dict[str, float]:
+    return {n: float(az.ess(fit.draws[n], method="bulk")) for n in names}
+
+
+def max_abs_d(fit: Fit, reference: Fit | None, names: list[str]) -> float | None:
+    if reference is None:
+        return None
+    ds = [abs(fit.draws[n].mean() - reference.draws[n].mean()) / reference.draws[n].std()
+          for n in names if n in reference.draws]
+    return max(ds) if ds else None
+
+
+def run_kernel(source: str, data: dict, bases: list[str], reference: Fit | None,
+               kernel: str, seed: int) -> dict:
+    settings = dict(KERNELS[kernel])
+    options = settings.pop("options", None)
+    fit = fit_lazyppl(source, data, chains=CHAINS, kernel=kernel, seed=seed,
+                      limits=LIMITS, options=options, **settings)
+    names = compared(fit, bases)
+    ess = bulk_ess(fit, names)
+    cpu = fit.stats["cpu_seconds"]
+    values = np.array(list(ess.values()))
+    acceptance = [c.get("acceptance") for c in fit.stats["chains"]]
+    return {
+        "kernel": kernel, "iterations": settings["warmup"] + settings["draws"] * settings["thin"],
+        "cpu_s": cpu, "wall_s": fit.timings["run"],
+        "ess_min": float(values.min()), "ess_median": float(np.median(values)),
+        "ess_per_cpu_min": float(values.min() / cpu),
+        "ess_per_cpu_median": float(np.median(values) / cpu),
+        "peak_rss_mb": fit.stats["max_rss_mb"],
+        "acceptance": float(np.mean([a for a in acceptance if a is not None])),
+        "d_max": max_abs_d(fit, reference, names),
+        "worst": min(ess, key=ess.get),
+    }
+
+
+def cold_compile_and_startup(source: str, data: dict) -> dict:
+    fresh = source + f"\n-- benchmark {uuid.uuid4().hex}\n"
+    compiled = build_program(fresh, limits=LIMITS)
+    assert not compiled.cached
+    started = time.monotonic()
+    fit = fit_lazyppl(fresh, data, chains=1, warmup=0, draws=1, thin=1, kernel="default",
+                      seed=1, limits=LIMITS)
+    startup = time.monotonic() - started
+    assert fit.stats["compile_cached"]
+    return {"cold_compile_s": compiled.seconds, "cached_startup_s": startup}
+
+
+def time_to_target(source: str, data: dict, bases: list[str], seed: int) -> dict:
+    """Grow draws (warm-up fixed) until one default-kernel run reaches TARGET_ESS."""
+    warmup, draws = KERNELS["default"]["warmup"], KERNELS["default"]["draws"]
+    attempts = []
+    for _ in range(5):
+        fit = fit_lazyppl(source, data, chains=CHAINS, warmup=warmup, draws=draws, thin=1,
+                          kernel="default", seed=seed, limits=LIMITS)
+        ess_min = min(bulk_ess(fit, compared(fit, bases)).values())
+        attempts.append({"draws": draws, "wall_s": fit.timings["run"], "ess_min": ess_min})
+        if ess_min >= TARGET_ESS:
+            return {"reached": True, "draws": draws, "wall_s": fit.timings["run"],
+                    "ess_min": ess_min, "attempts": attempts}
+        draws = min(200_000, math.ceil(draws * 1.25 * TARGET_ESS / max(ess_min, 1.0)))
+    return {"reached": False, "attempts": attempts}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--posterior", choices=sorted(POSTERIORS), action="append")
+    parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    build = lazyppl_build()
+    print(f"GHC {build.ghc_version}, lazyppl {build.version} (build {build.hash}); "
+          f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    results = {}
+    for posterior in args.posterior or list(POSTERIORS):
+        source, origin = model_source(posterior)
+        bases = POSTERIORS[posterior][1]
+        data = load_data(posterior)
+        try:
+            reference = load_reference(posterior)
+        except FileNotFoundError:
+            reference = None
+        print(f"\n## {posterior}  (model: {origin})")
+        startup = cold_compile_and_startup(source, data)
+        print(f"cold compile {startup['cold_compile_s']:.2f} s; "
+              f"cached start-up {startup['cached_startup_s']:.2f} s")
+        rows = [run_kernel(source, data, bases, reference, k, args.seed) for k in KERNELS]
+        print("| kernel | iter/chain | CPU s | wall s | bulk ESS min / median | "
+              "ESS per CPU-s min / median | peak RSS MB | acceptance | |d| max |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            d = "n/a" if r["d_max"] is None else f"{r['d_max']:.3f}"
+            print(f"| {r['kernel']} | {r['iterations']} | {r['cpu_s']:.2f} | {r['wall_s']:.2f} | "
+                  f"{r['ess_min']:.0f} / {r['ess_median']:.0f} | "
+                  f"{r['ess_per_cpu_min']:.1f} / {r['ess_per_cpu_median']:.1f} | "
+                  f"{r['peak_rss_mb']:.0f} | {r['acceptance']:.2f} | {d} |")
+        a, b = rows[0], rows[1]
+        ratio_min = a["ess_per_cpu_min"] / max(b["ess_per_cpu_min"], 1e-9)
+        ratio_med = a["ess_per_cpu_median"] / max(b["ess_per_cpu_median"], 1e-9)
+        print(f"default / mh, ESS per CPU-second: min {ratio_min:.1f}x, median {ratio_med:.1f}x")
+        target = time_to_target(source, data, bases, args.seed)
+        if target["reached"]:
+            print(f"{TARGET_ESS} bulk ESS on every compared scalar: {target['wall_s']:.2f} s wall "
+                  f"({CHAINS} chains x {target['draws']} draws after "
+                  f"{KERNELS['default']['warmup']} warm-up; min ESS {target['ess_min']:.0f})")
+        else:
+            print(f"{TARGET_ESS} bulk ESS not reached: {target['attempts']}")
+        results[posterior] = {"model": origin, **startup, "kernels": rows,
+                              "ratio_min": ratio_min, "ratio_median": ratio_med,
+                              "target": target}
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
