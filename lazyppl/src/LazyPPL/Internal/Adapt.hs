@@ -16,6 +16,7 @@ module LazyPPL.Internal.Adapt
   , chooseKernel
   , adaptAfter
   , resetCounters
+  , kernelCount
   , Schedule (..)
   , schedule
   , reestimate
@@ -27,6 +28,7 @@ import qualified Data.Vector.Unboxed as U
 
 import LazyPPL.Internal.Core (Sites)
 import LazyPPL.Internal.Kernels
+import LazyPPL.Internal.Laplace (Approximation (..))
 import LazyPPL.Internal.Linear
 import LazyPPL.Internal.Random (Gen, nextUniform)
 
@@ -34,10 +36,16 @@ import LazyPPL.Internal.Random (Gen, nextUniform)
 data Tuning = Tuning
   { tuSites :: !(U.Vector Int)
     -- ^ adapted sites (addresses), in a fixed order
+  , tuMean :: !(U.Vector Double)
+    -- ^ posterior mean estimate over 'tuSites' (z space)
+  , tuCov :: !(Maybe Matrix)
+    -- ^ posterior covariance estimate, if one has been made
   , tuFactor :: !Factor
-    -- ^ covariance factor of the walk over 'tuSites'
+    -- ^ its Cholesky factor (or per-site SDs)
   , tuWalkScale :: !Double
     -- ^ λ, the walk's global scale
+  , tuArStep :: !Double
+    -- ^ s in (0, 1], the Gaussian autoregressive step
   , tuSingleScales :: !(U.Vector Double)
     -- ^ per-site posterior standard deviations (z space)
   , tuSingleScale :: !Double
@@ -48,42 +56,66 @@ data Tuning = Tuning
     -- ^ adaptation steps per kernel since the last reset
   }
 
--- | Mixture weights of walk, single-site, pCN and prior-redraw proposals.
--- The walk does almost all the work on continuous posteriors; the others make
--- the chain robust for sites outside the adapted set (changing dimension),
--- discrete choices and heavy tails.
+-- | Mixture weights of the covariance walk, Gaussian autoregressive,
+-- single-site, pCN and prior-redraw proposals.  The first two do almost all
+-- the work on continuous posteriors; the others make the chain robust for
+-- sites outside the adapted set (changing dimension), discrete choices and
+-- heavy tails.
 mixtureWeights :: [Double]
-mixtureWeights = [0.7, 0.1, 0.1, 0.1]
+mixtureWeights = [0.35, 0.45, 0.05, 0.1, 0.05]
 
--- | Target acceptance rates of the four kernels (Roberts & Rosenthal: ≈0.234
--- for many-dimensional walks, ≈0.44 for one-dimensional ones).
+-- | Target acceptance rates (Roberts & Rosenthal: ≈0.234 for many-dimensional
+-- walks, ≈0.44 for one-dimensional ones).
 targets :: [Double]
-targets = [0.25, 0.44, 0.25, 0]
+targets = [0.25, 0.35, 0.44, 0.25, 0]
+
+-- | Number of kernels in the mixture.
+kernelCount :: Int
+kernelCount = length mixtureWeights
 
 -- | Above this many adapted sites the walk uses per-site scales only.
 maxFullCovarianceSites :: Int
 maxFullCovarianceSites = 200
 
--- | Tuning at the start of warm-up: isotropic steps over the initial sites.
-initialTuning :: Sites -> Tuning
-initialTuning sites =
-  Tuning
-    { tuSites = addrs
-    , tuFactor = DiagFactor (U.replicate d 1)
-    , tuWalkScale = 1 / sqrt (fromIntegral (max 1 d))
-    , tuSingleScales = U.replicate d 1
-    , tuSingleScale = 1
-    , tuBeta = 0.2
-    , tuCounts = U.replicate 4 0
-    }
+-- | Tuning at the start of warm-up: isotropic steps over the initial sites,
+-- or the Laplace approximation when there is one.
+initialTuning :: Sites -> Maybe Approximation -> Tuning
+initialTuning sites approx = case approx of
+  Just (Approximation addrs mu cov) | Just l <- cholesky cov ->
+    let d = U.length addrs
+    in base
+         { tuSites = addrs
+         , tuMean = mu
+         , tuCov = Just cov
+         , tuFactor = FullFactor l
+         , tuWalkScale = 2.38 / sqrt (fromIntegral (max 1 d))
+         , tuArStep = 0.5
+         , tuSingleScales = U.map sqrt (diagonal cov)
+         , tuSingleScale = 2.38
+         }
+  _ -> base
   where
-    addrs = U.fromList (IM.keys sites)
-    d = U.length addrs
+    addrs0 = U.fromList (IM.keys sites)
+    d0 = U.length addrs0
+    base =
+      Tuning
+        { tuSites = addrs0
+        , tuMean = U.fromList (IM.elems sites)
+        , tuCov = Nothing
+        , tuFactor = DiagFactor (U.replicate d0 1)
+        , tuWalkScale = 1 / sqrt (fromIntegral (max 1 d0))
+        , tuArStep = 0.1
+        , tuSingleScales = U.replicate d0 1
+        , tuSingleScale = 1
+        , tuBeta = 0.2
+        , tuCounts = U.replicate kernelCount 0
+        }
 
--- | The four kernels of the mixture, in 'mixtureWeights' order.
+-- | The kernels of the mixture, in 'mixtureWeights' order.
 mixture :: Tuning -> [Kernel]
 mixture t =
   [ CovarianceWalk (tuSites t) (tuFactor t) (tuWalkScale t)
+  , GaussianAR (tuSites t) (tuMean t) (tuFactor t) (tuArStep t)
   , SingleSite (tuSites t) (tuSingleScales t) (tuSingleScale t)
   , Crank (tuBeta t)
   , PriorRedraw (1 / fromIntegral (max 1 (U.length (tuSites t))))
@@ -94,9 +126,8 @@ chooseKernel :: Tuning -> Gen -> (Int, Kernel, Gen)
 chooseKernel t g =
   let (u, g') = nextUniform g
       cumulative = scanl1 (+) mixtureWeights
-      i = length (takeWhile (<= u) cumulative)
-      i' = min i (length mixtureWeights - 1)
-  in (i', mixture t !! i', g')
+      i = min (kernelCount - 1) (length (takeWhile (<= u) cumulative))
+  in (i, mixture t !! i, g')
 
 -- | Robbins–Monro update of kernel @i@'s scale after an outcome:
 -- log θ ← log θ + γ (accepted − target), with γ = (n + 1)^(−0.6).
@@ -104,8 +135,9 @@ adaptAfter :: Int -> Outcome -> Tuning -> Tuning
 adaptAfter _ Unchanged t = t
 adaptAfter i outcome t = case i of
   0 -> counted (t {tuWalkScale = clampScale (update (tuWalkScale t))})
-  1 -> counted (t {tuSingleScale = clampScale (update (tuSingleScale t))})
-  2 -> counted (t {tuBeta = min 1 (clampScale (update (tuBeta t)))})
+  1 -> counted (t {tuArStep = min 1 (clampScale (update (tuArStep t)))})
+  2 -> counted (t {tuSingleScale = clampScale (update (tuSingleScale t))})
+  3 -> counted (t {tuBeta = min 1 (clampScale (update (tuBeta t)))})
   _ -> t
   where
     n = tuCounts t U.! i
@@ -117,7 +149,7 @@ adaptAfter i outcome t = case i of
 
 -- | Restart the Robbins–Monro step sizes (at a window boundary).
 resetCounters :: Tuning -> Tuning
-resetCounters t = t {tuCounts = U.replicate 4 0}
+resetCounters t = t {tuCounts = U.replicate kernelCount 0}
 
 -- | Warm-up layout: an initial buffer (scales only), covariance windows
 -- ending at the given iterations, and a final buffer (scales only).
@@ -143,15 +175,19 @@ schedule warmup
       | otherwise = (s + w) : go (s + w) (2 * w)
 
 -- | New tuning from the states recorded during a window (each a vector over
--- the window's sites): covariance (or per-site variances) regularised, walk
--- scale reset to 2.38/√d, single-site scales set to marginal SDs.
+-- the window's sites).  The sample covariance is shrunk towards the previous
+-- estimate when it covers the same sites (weight 10 + d pseudo-draws), else
+-- towards its own diagonal; the walk scale is reset to 2.38/√d and the
+-- single-site scales to the marginal SDs.
 reestimate :: U.Vector Int -> [U.Vector Double] -> Tuning -> Tuning
 reestimate addrs samples t = case covariance samples of
   Nothing -> t
-  Just (_, cov) ->
+  Just (mu, cov) ->
     let n = length samples
         d = U.length addrs
-        reg = regularise n 1e-2 cov
+        reg = case tuCov t of
+          Just prev | tuSites t == addrs -> blend n (10 + d) cov prev
+          _ -> regularise n 1e-2 cov
         sds = U.map sqrt (diagonal reg)
         factor
           | d > maxFullCovarianceSites = DiagFactor sds
@@ -159,8 +195,15 @@ reestimate addrs samples t = case covariance samples of
     in resetCounters
          t
            { tuSites = addrs
+           , tuMean = mu
+           , tuCov = Just reg
            , tuFactor = factor
            , tuWalkScale = 2.38 / sqrt (fromIntegral (max 1 d))
+           , tuArStep = max 0.3 (tuArStep t)
            , tuSingleScales = sds
            , tuSingleScale = 2.38
            }
+  where
+    blend n k (Matrix d a) (Matrix _ b) =
+      let wn = fromIntegral n / fromIntegral (n + k)
+      in Matrix d (U.zipWith (\x y -> if isNaN x then y else wn * x + (1 - wn) * y) a b)

@@ -29,6 +29,7 @@ import GHC.Clock (getMonotonicTime)
 import LazyPPL.Internal.Adapt
 import LazyPPL.Internal.Core
 import LazyPPL.Internal.Kernels
+import LazyPPL.Internal.Laplace
 import LazyPPL.Internal.Random
 
 -- | Which MCMC kernel a chain runs.
@@ -101,11 +102,13 @@ runChain :: NFData a => SamplerSettings -> Meas a -> Int -> ChainResult a
 runChain s m c =
   case startState m (ssMaxInitTries s) g0 of
     Left tries -> throw (NoValidStart tries)
-    Right (st0, tries, g1) -> case ssKernel s of
-      AdaptiveKernel -> adaptive st0 tries g1
-      PCNKernel -> fixedKernels (\t -> [Crank (tuBeta t)]) True st0 tries g1
-      UpstreamMH p -> fixedKernels (const [PriorRedraw p]) False st0 tries g1
-      UpstreamIrreducible p q -> fixedKernels (const [Restart q p]) False st0 tries g1
+    Right (st0, tries, g1) ->
+      let start = Start st0 tries tries (tries - 1) []
+      in case ssKernel s of
+           AdaptiveKernel -> adaptive start g1
+           PCNKernel -> fixedKernel 3 (\t -> Crank (tuBeta t)) True start g1
+           UpstreamMH p -> fixedKernel 4 (const (PriorRedraw p)) False start g1
+           UpstreamIrreducible p q -> fixedKernel 4 (const (Restart q p)) False start g1
   where
     g0 = mkGen (combine (ssSeed s) (fromIntegral c))
     eval = evaluateAt m
@@ -113,23 +116,41 @@ runChain s m c =
     total = warmup + max 0 (ssDraws s) * max 1 (ssThin s)
     thin = max 1 (ssThin s)
 
-    adaptive st0 tries g1 =
-      let sched = schedule warmup
-          pick t g = chooseKernel t g
-      in loop pick True sched (initialTuning (csSites st0)) st0 tries g1
+    -- Laplace initialisation (smooth, not too many sites, real warm-up),
+    -- then the windowed adaptive mixture.
+    adaptive start g1 =
+      let st0 = stState start
+          (lapSeed, g2) = nextWord64 g1
+          d0 = IM.size (csSites st0)
+          useLaplace = warmup >= 150 && d0 >= 1 && d0 <= maxLaplaceSites
+          (approx, lapEvals, lapBad)
+            | useLaplace = laplace eval lapSeed (csSites st0) (2 * warmup)
+            | otherwise = (Nothing, 0, 0)
+          modeEval = fmap (\ap -> eval lapSeed (approximationSites ap)) approx
+          st1 = case modeEval of
+            Just ev | validLogWeight (evLogWeight ev) -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)
+            _ -> st0
+          modeCount = maybe 0 (const 1) modeEval
+          modeBad = case modeEval of
+            Just ev | not (validLogWeight (evLogWeight ev)) -> 1
+            _ -> 0
+          start' = start
+            { stState = st1
+            , stEvaluations = stEvaluations start + lapEvals + modeCount
+            , stInvalid = stInvalid start + lapBad + modeBad
+            , stTuning = [("laplace", maybe 0 (const 1) approx), ("laplace_evaluations", fromIntegral lapEvals)]
+            }
+      in loop chooseKernel True (schedule warmup) (initialTuning (csSites st1) approx) start' g2
 
-    fixedKernels ks adaptBeta st0 tries g1 =
-      let pick t g = case ks t of
-            [k] -> (if adaptBeta then 2 else 3, k, g)
-            _ -> error "LazyPPL: internal kernel choice"
-          t0 = initialTuning (csSites st0)
-      in loop pick adaptBeta (Schedule warmup []) t0 st0 tries g1
+    fixedKernel ki k adaptIt start g1 =
+      let pick t g = (ki, k t, g)
+      in loop pick adaptIt (Schedule warmup []) (initialTuning (csSites (stState start)) Nothing) start g1
 
-    loop pick adapting sched t0 st0 tries g1 = go 0 t0 st0 g1 [] (windowSitesOf st0) 0 0 zeroCounters []
+    loop pick adapting sched t0 start g1 =
+      go 0 t0 (stState start) g1 [] (windowSitesOf (stState start)) (stEvaluations start) (stInvalid start) zeroCounters []
       where
         go !it !t !st !g !window !wsites !evals !invalid !counters !kept
-          | it >= total =
-              finish t counters (reverse kept) (evals + tries) (invalid + tries - 1) tries
+          | it >= total = finish t counters (reverse kept) evals invalid start
           | otherwise =
               let (ki, kernel, g') = pick t g
                   (st', outcome, g'') = mhStep eval kernel g' st
@@ -153,25 +174,48 @@ runChain s m c =
       case U.mapM (`IM.lookup` csSites st) wsites of
         Just v -> v : acc
         Nothing -> acc
-    zeroCounters = Counters (U.replicate 5 0) (U.replicate 5 0)
+    zeroCounters = Counters (U.replicate kernelCount 0) (U.replicate kernelCount 0)
     count _ Unchanged cs = cs
     count ki outcome (Counters props accs) =
       Counters (props U.// [(ki, props U.! ki + 1)])
                (if outcome == Accepted then accs U.// [(ki, accs U.! ki + 1)] else accs)
-    finish t (Counters props accs) draws evals invalid tries =
+    finish t (Counters props accs) draws evals invalid start =
       let totalProps = U.sum props
           acceptance = if totalProps == 0 then 0 else fromIntegral (U.sum accs) / fromIntegral totalProps
-          names = ["walk", "single", "pcn", "redraw"]
+          names = ["walk", "gaussian", "single", "pcn", "redraw"]
           perKernel =
             [ ("acceptance_" ++ nm, fromIntegral a / fromIntegral p)
             | (nm, p, a) <- zip3 names (U.toList props) (U.toList accs), p > 0 ]
-          tuning =
-            [ ("step", tuWalkScale t)
-            , ("single_scale", tuSingleScale t)
-            , ("pcn_beta", tuBeta t)
-            , ("sites", fromIntegral (U.length (tuSites t)))
-            ] ++ perKernel
-      in ChainResult draws acceptance evals invalid tries 0 tuning
+          tuning = case ssKernel s of
+            AdaptiveKernel ->
+              [ ("step", tuWalkScale t)
+              , ("gaussian_step", tuArStep t)
+              , ("single_scale", tuSingleScale t)
+              , ("pcn_beta", tuBeta t)
+              , ("sites", fromIntegral (U.length (tuSites t)))
+              ] ++ stTuning start ++ perKernel
+            PCNKernel -> [("pcn_beta", tuBeta t)]
+            _ -> []
+      in ChainResult draws acceptance evals invalid (stTries start) 0 tuning
+
+-- | Where the sampling loop starts: state, start tries, evaluations and
+-- invalid weights so far, tuning facts to report.
+data Start a = Start
+  { stState :: !(ChainState a)
+  , stTries :: !Int
+  , stEvaluations :: !Int
+  , stInvalid :: !Int
+  , stTuning :: [(String, Double)]
+  }
+
+-- | Laplace initialisation is skipped above this many sites (its Hessian
+-- costs about 2d² evaluations).
+maxLaplaceSites :: Int
+maxLaplaceSites = 64
+
+-- | The sites of an approximation's mean.
+approximationSites :: Approximation -> Sites
+approximationSites ap = IM.fromList (zip (U.toList (apSites ap)) (U.toList (apMean ap)))
 
 -- | Run all chains in parallel (one GHC thread each) and return them in chain
 -- order.  If a chain throws, the others are stopped and the exception of the

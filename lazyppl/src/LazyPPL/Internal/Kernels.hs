@@ -34,7 +34,7 @@ import qualified Data.Vector.Unboxed as U
 import Data.Word (Word64)
 
 import LazyPPL.Internal.Core
-import LazyPPL.Internal.Linear (Matrix, lowerTimes)
+import LazyPPL.Internal.Linear (Matrix, lowerTimes, solveLower)
 import LazyPPL.Internal.Random
 
 -- | The state of one chain: the sites read (Gaussian coordinates), the log
@@ -53,6 +53,12 @@ data Factor = FullFactor !Matrix | DiagFactor !(U.Vector Double)
 data Kernel
   = -- | Gaussian random walk on the listed sites: z' = z + λ L ξ.
     CovarianceWalk !(U.Vector Int) !Factor !Double
+  | -- | Autoregressive move towards a Gaussian approximation N(μ, Σ) of the
+    -- posterior over the listed sites: z' = μ + ρ (z − μ) + s F ξ with
+    -- ρ = √(1 − s²) and F Fᵀ = Σ.  It is reversible for N(μ, Σ), so the
+    -- acceptance ratio carries the ratio of target to N(μ, Σ) densities; with
+    -- a good approximation and s near 1 it is a near-independent sampler.
+    GaussianAR !(U.Vector Int) !(U.Vector Double) !Factor !Double
   | -- | Random walk on one of the listed sites chosen uniformly, with that
     -- site's scale times a common factor.
     SingleSite !(U.Vector Int) !(U.Vector Double) !Double
@@ -70,6 +76,7 @@ data Kernel
 kernelName :: Kernel -> String
 kernelName k = case k of
   CovarianceWalk {} -> "walk"
+  GaussianAR {} -> "gaussian"
   SingleSite {} -> "single"
   Crank {} -> "pcn"
   PriorRedraw {} -> "redraw"
@@ -111,6 +118,8 @@ mhStep eval kernel g0 st =
       (proposal, correction, unchanged, g2) = propose kernel freshSeed g1 (csSites st)
   in if unchanged
        then (st, Unchanged, g2)
+       else if IM.foldl' (\bad z -> bad || isNaN z || isInfinite z) False proposal
+       then (st, Invalid, g2)
        else
          let ev = eval freshSeed proposal
              lw' = evLogWeight ev
@@ -130,13 +139,20 @@ propose kernel freshSeed g sites = case kernel of
   CovarianceWalk addrs factor scale ->
     let d = U.length addrs
         (xi, g') = normals d g
-        step = case factor of
-          FullFactor l -> lowerTimes l xi
-          DiagFactor sds -> U.zipWith (*) sds xi
+        step = factorTimes factor xi
         old = U.map current addrs
         new = U.zipWith (\z s -> z + scale * s) old step
         sites' = U.ifoldl' (\acc i a -> IM.insert a (new U.! i) acc) sites addrs
     in (sites', priorRatio old new, d == 0, g')
+  GaussianAR addrs mu factor s ->
+    let d = U.length addrs
+        (xi, g') = normals d g
+        rho = sqrt (max 0 (1 - s * s))
+        old = U.map current addrs
+        new = U.zipWith3 (\m z e -> m + rho * (z - m) + s * e) mu old (factorTimes factor xi)
+        sites' = U.ifoldl' (\acc i a -> IM.insert a (new U.! i) acc) sites addrs
+        refLog z = -0.5 * U.sum (U.map sq (factorSolve factor (U.zipWith (-) z mu)))
+    in (sites', priorRatio old new + refLog old - refLog new, d == 0, g')
   SingleSite addrs scales scale
     | U.null addrs -> (sites, 0, True, g)
     | otherwise ->
@@ -172,6 +188,16 @@ propose kernel freshSeed g sites = case kernel of
               (0, IM.empty, g0)
               sites
       in (kept, 0, removed == 0, g')
+
+-- | F ξ for the factor F (F Fᵀ = Σ).
+factorTimes :: Factor -> U.Vector Double -> U.Vector Double
+factorTimes (FullFactor l) xi = lowerTimes l xi
+factorTimes (DiagFactor sds) xi = U.zipWith (*) sds xi
+
+-- | F⁻¹ v, so that |F⁻¹ (z − μ)|² is the Mahalanobis distance under Σ.
+factorSolve :: Factor -> U.Vector Double -> U.Vector Double
+factorSolve (FullFactor l) v = solveLower l v
+factorSolve (DiagFactor sds) v = U.zipWith (/) v sds
 
 normals :: Int -> Gen -> (U.Vector Double, Gen)
 normals d g0 = go d g0 []

@@ -11,7 +11,13 @@ module LazyPPL.Internal.Linear
   , regularise
   , cholesky
   , lowerTimes
+  , solveLower
+  , invertSpd
+  , matVec
+  , identity
+  , fromFunction
   , diagonal
+  , entry
   ) where
 
 import Control.Monad (forM_, when)
@@ -107,3 +113,51 @@ lowerTimes (Matrix d l) x = U.generate d row
 -- | The diagonal of a matrix.
 diagonal :: Matrix -> U.Vector Double
 diagonal (Matrix d e) = U.generate d (\i -> e U.! (i * d + i))
+
+-- | Entry (i, j).
+entry :: Matrix -> Int -> Int -> Double
+entry (Matrix d e) i j = e U.! (i * d + j)
+
+-- | The d×d matrix with entries f i j.
+fromFunction :: Int -> (Int -> Int -> Double) -> Matrix
+fromFunction d f = Matrix d (U.generate (d * d) (\k -> let (i, j) = k `divMod` d in f i j))
+
+-- | The d×d identity.
+identity :: Int -> Matrix
+identity d = fromFunction d (\i j -> if i == j then 1 else 0)
+
+-- | A x for a general square A.
+matVec :: Matrix -> U.Vector Double -> U.Vector Double
+matVec (Matrix d a) x = U.generate d row
+  where
+    row i = go 0 0
+      where
+        go !acc !j
+          | j >= d = acc
+          | otherwise = go (acc + U.unsafeIndex a (i * d + j) * U.unsafeIndex x j) (j + 1)
+
+-- | Solve L y = b for a lower-triangular L (forward substitution).
+solveLower :: Matrix -> U.Vector Double -> U.Vector Double
+solveLower (Matrix d l) b = runST $ do
+  y <- M.replicate d 0
+  forM_ [0 .. d - 1] $ \i -> do
+    let go !acc !j
+          | j >= i = return acc
+          | otherwise = do
+              yj <- M.read y j
+              go (acc + U.unsafeIndex l (i * d + j) * yj) (j + 1)
+    s <- go 0 0
+    M.write y i ((b U.! i - s) / U.unsafeIndex l (i * d + i))
+  U.freeze y
+
+-- | The inverse of a symmetric positive-definite matrix, via its Cholesky
+-- factor, or 'Nothing' if it is not positive definite.
+invertSpd :: Matrix -> Maybe Matrix
+invertSpd a = do
+  l <- cholesky a
+  let d = matDim a
+      -- columns of L⁻¹
+      cols = [solveLower l (U.generate d (\i -> if i == j then 1 else 0)) | j <- [0 .. d - 1]]
+      linv = fromFunction d (\i j -> (cols !! j) U.! i)
+      -- A⁻¹ = L⁻ᵀ L⁻¹
+  return (fromFunction d (\i j -> sum [entry linv k i * entry linv k j | k <- [max i j .. d - 1]]))

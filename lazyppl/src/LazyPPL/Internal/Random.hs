@@ -75,7 +75,11 @@ wordToNormal = normalQuantile . wordToUniform
 normalCdf :: Double -> Double
 normalCdf z = 0.5 * erfc (-z / sqrt 2)
 
--- | Standard normal quantile, Φ⁻¹(u), for u in (0, 1).
+-- | Standard normal quantile, Φ⁻¹(u): ∓∞ at 0 and 1, NaN for NaN.
 normalQuantile :: Double -> Double
-normalQuantile u = -(sqrt 2) * invErfc (2 * u)
+normalQuantile u
+  | u > 0 && u < 1 = -(sqrt 2) * invErfc (2 * u)
+  | u <= 0 = -1 / 0
+  | u >= 1 = 1 / 0
+  | otherwise = u -- NaN
 {-# INLINE normalQuantile #-}
