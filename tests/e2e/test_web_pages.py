@@ -21,7 +21,7 @@ ARTIFACTS = ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("PPL_AUDIT_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-SMALL = {"pymc": {"chains": 2, "tune": 300, "draws": 300, "backend": "pymc"},
+SMALL = {"pymc": {"chains": 2, "tune": 300, "draws": 300, "backend": "pymc", "retry_target_accepts": []},
          "lazyppl": {"chains": 2, "warmup": 3000, "draws": 300, "thin": 4},
          "budget": {"max_looks": 1}}
 POSTERIOR = "eight_schools-eight_schools_noncentered"
