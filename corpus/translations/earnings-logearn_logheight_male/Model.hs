@@ -1,0 +1,25 @@
+-- posteriordb earnings-logearn_logheight_male (ARM ch. 4): log earnings on log height
+-- and sex. Stan: log_earn = log(earn), log_height = log(height); beta[1..3] and
+-- sigma > 0 are flat;
+-- log_earn ~ normal(beta[1] + beta[2] * log_height + beta[3] * male, sigma).
+-- Flat priors: proper base distributions whose log-density is subtracted in the
+-- single scoreLog below, so the target is exactly flat.
+module Model (model) where
+
+import LazyPPL
+import LazyPPL.Distributions
+import LazyPPL.Bridge
+
+model :: Data -> Meas Draw
+model d = do
+  b1 <- sample (normal 0 100)
+  b2 <- sample (normal 0 100)
+  b3 <- sample (normal 0 10)
+  sigma <- sample (logNormal 0 2)
+  let base = normalLogPdf 0 100 b1 + normalLogPdf 0 100 b2 + normalLogPdf 0 10 b3
+             + logNormalLogPdf 0 2 sigma
+      loglik = sum [normalLogPdf (b1 + b2 * lh + b3 * m) sigma y | (lh, m, y) <- rows]
+  scoreLog (Exp (loglik - base))
+  return (draw [vector "beta" [b1, b2, b3], scalar "sigma" sigma])
+  where
+    rows = zip3 (map log (reals "height" d)) (reals "male" d) (map log (reals "earn" d))
