@@ -172,7 +172,12 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
             batch_repo.lock_batch(s, batch_id)
             if batch_repo.audit_for_posterior(s, batch_id, name) is not None:
                 continue
-            entry = load_entry(name)
+            try:
+                entry = load_entry(name)
+            except Exception as err:  # a broken corpus entry must not stall the batch
+                log.exception("could not load posterior %r for batch %s", name, batch_id)
+                _record_unloadable(s, batch_id, name, settings, err)
+                continue
             audit, queue = create_audit(s, Submission(
                 name=name, pymc_source=entry.pymc_source, lazyppl_source=entry.lazyppl_source,
                 scopes=entry.scopes, parameters=entry.parameters, settings=settings,
@@ -182,6 +187,17 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
         for scope in scopes:
             enqueue(audit_id, scope)
     update_batch(sessions, batch_id)
+
+
+def _record_unloadable(s: Session, batch_id: uuid.UUID, name: str, settings: AuditSettings,
+                       err: Exception) -> None:
+    """An audit with verdict ``error`` standing for a posterior the corpus could not load."""
+    audit = audit_repo.create_audit(s, name=name, pymc_source="", lazyppl_source="", scopes={},
+                                    parameters=None, settings=settings.model_dump(mode="json"),
+                                    source="posteriordb", posterior=name, batch_id=batch_id)
+    reason = f"could not load posterior {name!r} from the shipped corpus: {err}"
+    audit_repo.set_status(s, audit, "done", verdict=compare.ERROR, reason=reason,
+                          error={"code": "corpus", "message": reason, "details": {}})
 
 
 def update_batch(sessions: Sessions, batch_id: uuid.UUID) -> None:
