@@ -1,6 +1,7 @@
 """``/api/v1/audits``: submit a translation pair, read its status and evidence."""
 from __future__ import annotations
 
+import logging
 import uuid
 from typing import Annotated, Literal
 
@@ -15,7 +16,9 @@ from service.submission import Submission, create_audit, enqueue_scopes
 from workers.errors import InvalidRequest
 from workers.settings import AuditSettings
 
+log = logging.getLogger("ppl_audit.api")
 router = APIRouter(prefix="/api/v1/audits", tags=["audits"])
+BROKER_DOWN = "could not queue the audit: the job broker is unreachable"
 Verdict = Literal["agree", "inconclusive", "disagree", "error"]
 Status = Literal["queued", "running", "done", "failed"]
 ERRORS = {401: {"model": Problem}, 413: {"model": Problem}, 422: {"model": Problem}}
@@ -43,7 +46,14 @@ def submit_audit(body: AuditIn, request: Request, session: SessionDep, token: Wr
                          message=f"submitted with token {token.name!r}")
     session.commit()
     if queue:
-        enqueue_scopes(request.app.state.dispatcher, audit)
+        try:
+            enqueue_scopes(request.app.state.dispatcher, audit)
+        except Exception:
+            log.exception("could not queue audit %s", audit.id)
+            audit_repo.set_status(session, audit_repo.lock_audit(session, audit.id), "failed",
+                                  verdict="error", reason=BROKER_DOWN)
+            session.commit()
+            raise HTTPException(503, f"{BROKER_DOWN}; audit {audit.id} was recorded as failed") from None
     response.headers["Location"] = f"/api/v1/audits/{audit.id}"
     return Accepted(id=audit.id, status=audit.status, verdict=audit.verdict, reason=audit.reason,
                     url=f"/api/v1/audits/{audit.id}", page=f"/audits/{audit.id}")

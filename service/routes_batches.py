@@ -42,7 +42,13 @@ def submit_batch(body: BatchIn, request: Request, session: SessionDep, token: Wr
     batch = batch_repo.create_batch(session, source=body.source, posteriors=names,
                                     settings=(body.settings or AuditSettings()).model_dump(mode="json"))
     session.commit()
-    request.app.state.dispatcher.batch(batch.id)
+    try:
+        request.app.state.dispatcher.batch(batch.id)
+    except Exception:
+        batch_repo.set_batch_status(session, batch_repo.lock_batch(session, batch.id), "failed",
+                                    message="the job broker is unreachable")
+        session.commit()
+        raise HTTPException(503, "could not queue the batch: the job broker is unreachable") from None
     response.headers["Location"] = f"/api/v1/batches/{batch.id}"
     return Accepted(id=batch.id, status=batch.status, url=f"/api/v1/batches/{batch.id}",
                     page=f"/batches/{batch.id}")

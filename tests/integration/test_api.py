@@ -206,3 +206,21 @@ def test_openapi_lists_the_spec_resources(client):
     paths = client.get("/openapi.json").json()["paths"]
     assert {"/api/v1/audits", "/api/v1/audits/{audit_id}", "/api/v1/batches",
             "/api/v1/batches/{batch_id}"} <= set(paths)
+
+
+def test_an_unreachable_broker_is_503_and_the_audit_says_so(service_settings, auth_headers):
+    from fastapi.testclient import TestClient
+
+    from service.api import create_app
+
+    # nothing listens on port 1: the broker is down for this app only
+    down = create_app(service_settings.model_copy(update={"broker_url": "redis://127.0.0.1:1/0"}))
+    down.state.dispatcher.app.conf.broker_connection_retry = False
+    down.state.dispatcher.app.conf.broker_connection_max_retries = 0
+    with TestClient(down) as c:
+        r = c.post("/api/v1/audits", json=pair(name="broker down"), headers=auth_headers)
+        assert r.status_code == 503, r.text
+        assert "broker is unreachable" in r.json()["message"]
+        audit_id = r.json()["message"].split("audit ")[1].split(" ")[0]
+        assert c.get(f"/api/v1/audits/{audit_id}").json()["status"] == "failed"
+    down.state.engine.dispose()
