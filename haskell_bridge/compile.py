@@ -203,7 +203,10 @@ def haskell_process_limits(limits: sandbox.Limits) -> sandbox.Limits:
 
 
 def _ghc(args: list[str], work: Path, build: LazypplBuild, limits: sandbox.Limits) -> None:
-    argv = [ghc_executable(), "+RTS", f"-M{limits.memory_mb}m", "-RTS", *args]
+    # -package-env -: never read a .ghc.environment file from the temp dir's ancestors
+    # (GHC already skips them under -hide-all-packages; this does not rely on that).
+    argv = [ghc_executable(), "+RTS", f"-M{limits.memory_mb}m", "-RTS",
+            "-package-env", "-", *args]
     env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "TMPDIR": str(work),
            "LANG": "C.UTF-8"}
     done = sandbox.run(argv, limits=haskell_process_limits(limits), cwd=work, env=env)
