@@ -25,7 +25,9 @@ TASK_BATCH = "ppl_audit.run_batch"
 
 def create_celery(settings: Settings) -> Celery:
     limits = settings.celery
-    app = Celery("ppl_audit", broker=settings.broker_url, backend=settings.result_backend)
+    # tasks are imported by the worker only; the API sends them by name
+    app = Celery("ppl_audit", broker=settings.broker_url, backend=settings.result_backend,
+                 include=["workers.tasks"])
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -72,4 +74,3 @@ class CeleryDispatcher:
 
 
 app = create_celery(get_settings())
-app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
