@@ -1,0 +1,62 @@
+"""Time to a verdict for the SPEC eight-schools pair, end to end, cold and warm caches.
+
+Cold: a fresh cache directory (PyTensor compile cache, compiled LazyPPL binaries) that
+only links the already built lazyppl library, so the figure is what a new program costs,
+not the one-off library build. Warm: the same audit again in that cache.
+
+    .venv/bin/python benchmarks/audit_latency.py [--repeat 2]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIX = ROOT / "tests" / "fixtures" / "eight_schools"
+CACHE = Path(os.environ.get("PPL_AUDIT_CACHE", Path.home() / ".cache" / "ppl-audit"))
+
+
+def audit(cache: Path) -> tuple[float, dict]:
+    cmd = [str(ROOT / ".venv" / "bin" / "ppl-audit"), "audit", "--pymc", str(FIX / "model.py"),
+           "--lazyppl", str(FIX / "Model.hs"), "--scope", f"visible={FIX / 'visible.json'}",
+           "--scope", f"full={FIX / 'full.json'}", "--json", "--no-save"]
+    env = dict(os.environ, PPL_AUDIT_CACHE=str(cache))
+    t0 = time.monotonic()
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return time.monotonic() - t0, json.loads(out)
+
+
+def describe(label: str, wall: float, ev: dict) -> None:
+    print(f"{label:>5}: {wall:6.1f} s wall, verdict {ev['verdict']} "
+          f"({', '.join(f'{k}={v}' for k, v in ev['scope_verdicts'].items())})")
+    for scope, sc in ev["scopes"].items():
+        for side in ("pymc", "lazyppl"):
+            t = sc["fits"][side]["timings"]
+            print(f"        {scope:8s} {side:8s} " + ", ".join(
+                f"{k} {v:.2f} s" for k, v in t.items() if isinstance(v, (int, float))))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=2, help="warm runs")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp)
+        for build in CACHE.glob("lazyppl-*"):
+            (cache / build.name).symlink_to(build)
+        wall, ev = audit(cache)
+        describe("cold", wall, ev)
+        for _ in range(args.repeat):
+            wall, ev = audit(cache)
+            describe("warm", wall, ev)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
+
+
+if __name__ == "__main__":
+    main()
