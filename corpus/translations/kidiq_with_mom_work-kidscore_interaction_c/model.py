@@ -11,8 +11,8 @@ def model(data):
     kid_score = np.asarray(data["kid_score"], dtype=float)
     mom_hs = np.asarray(data["mom_hs"], dtype=float)
     mom_iq = np.asarray(data["mom_iq"], dtype=float)
-    c_mom_hs = mom_hs - mom_hs.mean()
-    c_mom_iq = mom_iq - mom_iq.mean()
+    c_mom_hs = mom_hs - np.mean(mom_hs)
+    c_mom_iq = mom_iq - np.mean(mom_iq)
     inter = c_mom_hs * c_mom_iq
     with pm.Model() as m:
         # No prior statements in Stan: improper flat priors (sigma keeps lower=0).

@@ -12,8 +12,8 @@ def model(data):
     kid_score = np.asarray(data["kid_score"], dtype=float)
     mom_hs = np.asarray(data["mom_hs"], dtype=float)
     mom_iq = np.asarray(data["mom_iq"], dtype=float)
-    z_mom_hs = (mom_hs - mom_hs.mean()) / (2.0 * mom_hs.std(ddof=1))
-    z_mom_iq = (mom_iq - mom_iq.mean()) / (2.0 * mom_iq.std(ddof=1))
+    z_mom_hs = (mom_hs - np.mean(mom_hs)) / (2.0 * np.std(mom_hs, ddof=1))
+    z_mom_iq = (mom_iq - np.mean(mom_iq)) / (2.0 * np.std(mom_iq, ddof=1))
     inter = z_mom_hs * z_mom_iq
     with pm.Model() as m:
         # No prior statements in Stan: improper flat priors (sigma keeps lower=0).
