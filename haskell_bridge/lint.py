@@ -352,7 +352,8 @@ class _Lexer:
                 self.i += 1
             elif ch == "." and self.i + 1 < len(s) and s[self.i + 1].isdigit():
                 self.i += 1
-            elif ch in "+-" and s[self.i - 1] in "eE" and not s[start:self.i].lower().startswith("0x"):
+            elif (ch in "+-" and s[self.i - 1] in "eE"
+                  and not s[start:self.i].lower().startswith("0x")):
                 self.i += 1
             else:
                 break

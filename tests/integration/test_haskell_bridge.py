@@ -55,7 +55,8 @@ DATA = {"J": 8, "y": [28, 8, -3, 7, -1, 1, 18, 12], "sigma": [15, 10, 16, 11, 9,
 LIMITS = Limits(cpu_seconds=120, memory_mb=1024, wall_seconds=120)
 SMALL = dict(chains=2, warmup=100, draws=50, thin=1, kernel="default")
 
-PRELUDE = "module Model (model) where\nimport LazyPPL\nimport LazyPPL.Distributions\nimport LazyPPL.Bridge\n"
+PRELUDE = ("module Model (model) where\n"
+           "import LazyPPL\nimport LazyPPL.Distributions\nimport LazyPPL.Bridge\n")
 TRIVIAL_MODEL = "\nmodel :: Data -> Meas Draw\nmodel _ = return (draw [])\n"
 
 
@@ -108,7 +109,7 @@ def test_same_seed_same_draws_and_other_seed_other_draws(build):
 
 # -- refused before GHC runs -------------------------------------------------------
 REFUSED = {
-    "System.IO.Unsafe": PRELUDE.replace("import LazyPPL\n", "import LazyPPL\nimport System.IO.Unsafe (unsafePerformIO)\n"),
+    "System.IO.Unsafe": PRELUDE + "import System.IO.Unsafe (unsafePerformIO)\n",
     "TemplateHaskell": "{-# LANGUAGE TemplateHaskell #-}\n" + PRELUDE,
     "foreign": PRELUDE + 'foreign import ccall "exit" cExit :: Int -> IO ()\n',
     "Unsafe": "{-# LANGUAGE Unsafe #-}\n" + PRELUDE,

@@ -54,7 +54,8 @@ def test_spec_example_passes():
         HEADER + 's :: String\ns = "gap \\\n   \\continues {-# OPTIONS #-}"\n',
         HEADER + "import qualified Data.Map.Strict as M\nimport Numeric.Log (Log(..))\n",
         HEADER + "import safe Data.List (sortBy)\n",
-        HEADER + "f' :: Int -> Int\nf' x' = x' + 1\nq = ['a', '\\n', '\\'', '\\\\', '\\SOH', '\\^A', '\\123']\n",
+        HEADER + "f' :: Int -> Int\nf' x' = x' + 1\n"
+        "q = ['a', '\\n', '\\'', '\\\\', '\\SOH', '\\^A', '\\123']\n",
         HEADER + "(-->) :: Bool -> Bool -> Bool\na --> b = not a || b\n",
         HEADER + "x = 1\t+ 2\n",
         HEADER.replace("\n", "\r\n") + "x = 1\r\n",
