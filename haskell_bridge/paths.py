@@ -66,6 +66,10 @@ def read_build(root: Path) -> LazypplBuild:
     """The build in ``root``; raises ToolchainMissing if it is absent or unfinished."""
     if not (root / "ready").is_file():
         raise ToolchainMissing(f"no finished lazyppl build in {root}")
+    try:
+        os.utime(root / "ready")  # "last used", so the build script does not prune it
+    except OSError:
+        pass  # a read-only prebuilt directory is fine
     info = json.loads((root / "build-info.json").read_text())
     return LazypplBuild(
         root=root,

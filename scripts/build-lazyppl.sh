@@ -124,4 +124,15 @@ cat >"$out/build-info.json" <<EOF
 EOF
 touch "$out/ready"
 echo "build-lazyppl: done" >&2
+
+# Prune (still under the lock, so no other build is in progress): keep the three most
+# recently used builds (haskell_bridge.paths touches "ready" on use) and any used in
+# the last hour; drop unfinished builds and stale stages left by killed runs.
+for dir in "$cache"/lazyppl-*; do
+  if [ -d "$dir" ] && [ ! -f "$dir/ready" ]; then rm -rf "$dir"; fi
+done
+ls -dt "$cache"/lazyppl-*/ready 2>/dev/null | tail -n +4 | while read -r ready; do
+  if [ -n "$(find "$ready" -mmin +60)" ]; then rm -rf "$(dirname "$ready")"; fi
+done
+find "$cache" -maxdepth 1 -name '.stage-*' -mmin +60 -exec rm -rf {} + 2>/dev/null || true
 echo "$out"
