@@ -3,7 +3,7 @@
 
     measure.py NAME [key=value ...]      e.g. measure.py kidiq kernel=mh thin=1
 
-Prints wall time, per-chain statistics and, per parameter, mean, sd, bulk/tail
+Prints wall and CPU time, peak RSS, per-chain statistics and, per parameter, mean, sd, bulk/tail
 ESS and R-hat (ArviZ), plus min bulk ESS per wall second.
 """
 import json, pathlib, subprocess, sys, time
@@ -15,16 +15,18 @@ name = sys.argv[1]
 msg = json.loads(subprocess.run([sys.executable, here / "input.py", *sys.argv[1:]],
                                 capture_output=True, check=True).stdout)
 t0 = time.monotonic()
-proc = subprocess.run(["/usr/bin/time", "-f", "%M", here / "bin" / name, "+RTS", "-N2"],
+proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", here / "bin" / name, "+RTS", "-N2"],
                       input=json.dumps(msg).encode(), capture_output=True)
 wall = time.monotonic() - t0
 if proc.returncode != 0:
     sys.exit(f"exit {proc.returncode}: {proc.stderr.decode()}")
-rss_mb = int(proc.stderr.decode().split()[-1]) / 1024
+rss_kb, user, system = proc.stderr.decode().split()[-3:]
+rss_mb = int(rss_kb) / 1024
+cpu = float(user) + float(system)
 out = json.loads(proc.stdout)
 draws = np.array([c["draws"] for c in out["chains"]], dtype=float)  # chain, draw, name
 print(f"{name}: kernel={out['kernel']} warmup={out['warmup']} draws={out['draws']} "
-      f"thin={out['thin']} wall={wall:.2f}s peakRSS={rss_mb:.0f}MB")
+      f"thin={out['thin']} wall={wall:.2f}s cpu={cpu:.2f}s peakRSS={rss_mb:.0f}MB")
 for c in out["chains"]:
     t = c["tuning"]
     print(f"  chain acc={c['acceptance']:.3f} evals={c['evaluations']} invalid={c['invalid_weights']} "
@@ -33,4 +35,5 @@ idata = az.from_dict(posterior={n: draws[:, :, i] for i, n in enumerate(out["nam
 s = az.summary(idata, kind="all")
 print(s[["mean", "sd", "mcse_mean", "ess_bulk", "ess_tail", "r_hat"]].to_string())
 print(f"min bulk ESS {s.ess_bulk.min():.0f}, min tail ESS {s.ess_tail.min():.0f}, "
-      f"max R-hat {s.r_hat.max():.3f}, min bulk ESS/s {s.ess_bulk.min() / wall:.1f}")
+      f"max R-hat {s.r_hat.max():.3f}, min bulk ESS/s {s.ess_bulk.min() / wall:.1f} (wall), "
+      f"{s.ess_bulk.min() / cpu:.1f} (cpu); median bulk ESS/cpu-s {s.ess_bulk.median() / cpu:.1f}")

@@ -21,12 +21,13 @@ import Numeric (log1p)
 import Numeric.SpecFunctions (invIncompleteBeta, invIncompleteGamma, logBeta, logGamma)
 
 import LazyPPL.Distributions.Special
-import LazyPPL.Internal.Core (Prob, uniform)
+import LazyPPL.Internal.Core (Prob, standardNormal, uniform)
 import qualified LazyPPL.Internal.Random as R
 
--- | Normal distribution with mean @mu@ and standard deviation @sd@.
+-- | Normal distribution with mean @mu@ and standard deviation @sd@: the
+-- site's Gaussian coordinate Φ⁻¹(u), scaled (exact even far in the tails).
 normal :: Double -> Double -> Prob Double
-normal mu sd = (\u -> mu + sd * R.normalQuantile u) <$> uniform
+normal mu sd = (\z -> mu + sd * z) <$> standardNormal
 
 -- | Normal density: @normalPdf mu sd x@.
 normalPdf :: Double -> Double -> Double -> Double
@@ -158,14 +159,11 @@ halfCauchyLogPdf scale x
   | x < 0 = negInf
   | otherwise = let z = x / scale in log (2 / (pi * scale)) - log1p (z * z)
 
--- | Half-normal distribution on [0, ∞): |normal 0 sd|.
+-- | Half-normal distribution on [0, ∞): |normal 0 sd|, as the quantile
+-- transform Φ⁻¹((1 + u)/2) = −Φ⁻¹(Φ(−z)/2) of the site's coordinate z
+-- (monotone in z, and exact in the upper tail).
 halfNormal :: Double -> Prob Double
-halfNormal sd = quantile <$> uniform
-  where
-    -- the upper-tail form keeps precision for u near 1
-    quantile u
-      | u < 0.5 = sd * R.normalQuantile (0.5 + 0.5 * u)
-      | otherwise = -sd * R.normalQuantile (0.5 * (1 - u))
+halfNormal sd = (\z -> -sd * R.normalQuantile (0.5 * R.normalCdf (-z))) <$> standardNormal
 
 -- | Half-normal log-density: @halfNormalLogPdf sd x@.
 halfNormalLogPdf :: Double -> Double -> Double

@@ -124,7 +124,7 @@ runChain s m c =
           d0 = IM.size (csSites st0)
           useLaplace = warmup >= 150 && d0 >= 1 && d0 <= maxLaplaceSites
           (approx, lapEvals, lapBad)
-            | useLaplace = laplace eval lapSeed (csSites st0) (2 * warmup)
+            | useLaplace = laplace eval lapSeed (csSites st0) (2 * warmup + 8 * d0 * d0 + 120 * d0)
             | otherwise = (Nothing, 0, 0)
           modeEval = fmap (\ap -> eval lapSeed (approximationSites ap)) approx
           st1 = case modeEval of

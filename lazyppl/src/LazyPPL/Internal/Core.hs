@@ -1,5 +1,6 @@
 {-# LANGUAGE Trustworthy #-}
 {-# LANGUAGE GeneralizedNewtypeDeriving #-}
+{-# LANGUAGE PatternSynonyms #-}
 -- | The core of LazyPPL: the lazy rose tree of uniforms, the probability monad
 -- 'Prob' (a reader over the tree), the unnormalised-measure monad 'Meas', and
 -- the instrumented evaluation the samplers use to learn which tree sites a
@@ -11,10 +12,11 @@
 -- (infinite) tree is a fresh uniform derived from a per-step seed.
 module LazyPPL.Internal.Core
   ( -- * Trees and monads
-    Tree (..)
+    Tree (Tree)
   , Prob (..)
   , Meas (..)
   , uniform
+  , standardNormal
   , sample
   , score
   , scoreLog
@@ -44,12 +46,26 @@ import Numeric.Log (Log (..))
 import System.IO.Unsafe (unsafePerformIO)
 import System.Random (RandomGen, genWord64)
 
-import LazyPPL.Internal.Random (combine, normalCdf, wordToNormal, wordToUniform)
+import LazyPPL.Internal.Random (combine, normalCdf, normalQuantile, wordToNormal, wordToUniform)
 
 -- | A lazy, infinitely wide and infinitely deep rose tree labelled by numbers
 -- in (0, 1), regarded as independent uniform draws.  A program uses up parts
 -- of it as it runs; laziness means only the parts it reads are ever built.
-data Tree = Tree Double [Tree]
+--
+-- Build and match trees with the pattern @'Tree' label children@, as
+-- upstream.  Internally each node also carries its label's Gaussian
+-- coordinate z = Φ⁻¹(label), computed exactly by the samplers, so that
+-- 'LazyPPL.Distributions.normal' keeps full precision in the tails (a label
+-- near 1 has only about 16 significant digits of 1 − u).
+data Tree = Node Double Double [Tree]
+
+-- | A node: its uniform label and its children.
+pattern Tree :: Double -> [Tree] -> Tree
+pattern Tree u ts <- Node u _ ts
+  where
+    Tree u ts = Node u (normalQuantile u) ts
+
+{-# COMPLETE Tree #-}
 
 -- | A probability distribution on @a@, represented as a random variable: a
 -- function from the tree of uniforms to a value.
@@ -70,8 +86,8 @@ instance Applicative Prob where
   (<*>) = ap
 
 splitTree :: Tree -> (Tree, Tree)
-splitTree (Tree r (t : ts)) = (t, Tree r ts)
-splitTree (Tree _ []) = error "LazyPPL: a Tree must have infinitely many children"
+splitTree (Node r z (t : ts)) = (t, Node r z ts)
+splitTree (Node _ _ []) = error "LazyPPL: a Tree must have infinitely many children"
 
 -- | An unnormalised measure on @a@: a probability distribution over results
 -- paired with a multiplicative weight (the product of all 'score's).
@@ -80,7 +96,12 @@ newtype Meas a = Meas (WriterT (Product (Log Double)) Prob a)
 
 -- | The uniform distribution on (0, 1): the label at the root of the tree.
 uniform :: Prob Double
-uniform = Prob (\(Tree r _) -> r)
+uniform = Prob (\(Node r _ _) -> r)
+
+-- | A standard normal draw: the Gaussian coordinate Φ⁻¹(u) of the root label
+-- (the same site 'uniform' reads), kept exact by the samplers.
+standardNormal :: Prob Double
+standardNormal = Prob (\(Node _ z _) -> z)
 
 -- | Regard a probability distribution as an unnormalised measure (weight 1).
 sample :: Prob a -> Meas a
@@ -122,7 +143,7 @@ randomTree g = seededTree (fst (genWord64 g))
 seededTree :: Word64 -> Tree
 seededTree seed = node rootAddress
   where
-    node a = Tree (wordToUniform (combine seed a)) (children a 0)
+    node a = let w = combine seed a in Node (wordToUniform w) (wordToNormal w) (children a 0)
     children a i = node (childAddress a i) : children a (i + 1)
 
 rootAddress :: Word64
@@ -181,17 +202,21 @@ evaluateIO forceValue (Meas m) seed zs = do
 instrumentedTree :: IORef Sites -> Word64 -> Sites -> Tree
 instrumentedTree ref seed zs = node rootAddress
   where
-    node a = Tree (siteLabel ref seed zs (fromIntegral a)) (children a 0)
+    node a =
+      let site = siteZ ref seed zs (fromIntegral a)
+      in Node (normalCdf site) site (children a 0)
     children a i = node (childAddress a i) : children a (i + 1)
 
-siteLabel :: IORef Sites -> Word64 -> Sites -> Int -> Double
-siteLabel ref seed zs a = unsafePerformIO $ do
+-- | A site's Gaussian coordinate, recorded (with its address) the first
+-- time the program forces the site's label or coordinate.
+siteZ :: IORef Sites -> Word64 -> Sites -> Int -> Double
+siteZ ref seed zs a = unsafePerformIO $ do
   let z = case IM.lookup a zs of
         Just v -> v
         Nothing -> freshNormal seed a
   modifyIORef' ref (IM.insert a z)
-  return $! normalCdf z
-{-# NOINLINE siteLabel #-}
+  return z
+{-# NOINLINE siteZ #-}
 
 -- | A log weight a chain may stand on: finite (so weight positive and finite).
 validLogWeight :: Double -> Bool

@@ -6,9 +6,10 @@
 -- The objective is the negative log posterior density of the read sites,
 -- f(z) = −log W(z) + |z|²/2, with every other site fixed by one fresh seed so
 -- f is a deterministic function.  It is minimised by BFGS with central
--- finite-difference gradients and a backtracking line search; the Hessian at
--- the optimum comes from second differences with steps of a tenth of the
--- estimated posterior SD.  On regression-like posteriors (the common case)
+-- finite-difference gradients and a backtracking line search, then refined by
+-- Newton steps with a finite-difference Hessian (on a near-Gaussian posterior
+-- one Newton step lands on the mode however far BFGS got); the inverse of
+-- the Hessian at the end is the covariance.  On regression-like posteriors (the common case)
 -- this gives the warm-up a near-exact covariance before the first MH step,
 -- which is what long, highly correlated ridges need.
 --
@@ -63,14 +64,19 @@ laplace eval seed start maxEvals =
           put (Budget (used + 1) (if ok then bad else bad + 1))
           return (if ok then 0.5 * U.sum (U.map (\v -> v * v) x) - lw else 1 / 0)
 
+    -- BFGS stops early enough to leave room for the Newton refinement
     exhausted = do
       Budget used _ <- get
-      return (used >= maxEvals)
+      return (used >= maxEvals - maxHessians * (2 * d * d + 4 * d) - 30 * (2 * d + 5))
 
-    gradient x = U.fromList <$> mapM partial [0 .. d - 1]
+    -- Central differences with steps of 1e-3 of each coordinate's estimated
+    -- SD, between 1e-8 and 1e-4: large enough to stay clear of the rounding
+    -- of u = Φ(z) near 1 (its resolution in z is ~1e-6 at z = 6.5), small
+    -- enough for posteriors narrower than the prior by 10⁴.
+    gradient variances x = U.fromList <$> mapM partial [0 .. d - 1]
       where
-        h = 1e-6
         partial i = do
+          let h = max 1e-8 (min 1e-4 (1e-3 * sqrt (variances U.! i)))
           fp <- objective (bump i h x)
           fm <- objective (bump i (-h) x)
           return ((fp - fm) / (2 * h))
@@ -79,11 +85,44 @@ laplace eval seed start maxEvals =
       | d == 0 = return Nothing
       | otherwise = do
           f0 <- objective x0
-          g0 <- gradient x0
-          (x, f, _, hinv) <- bfgs (0 :: Int) x0 f0 g0 (identity d) True
-          if isInfinite f || isNaN f
+          g0 <- gradient (U.replicate d 1) x0
+          (x1, f1, g1, hinv) <- bfgs (0 :: Int) x0 f0 g0 (identity d) True
+          if isInfinite f1 || isNaN f1
             then return Nothing
-            else hessianAt x f hinv
+            else do
+              mh <- hessianAt x1 f1 (U.generate d (\i -> entry hinv i i))
+              case mh of
+                Nothing -> return Nothing
+                Just hc -> do
+                  (x2, _, cov) <- newton hc x1 f1 g1 (0 :: Int) (1 / 0) (1 :: Int)
+                  return (Just (Approximation addrs x2 cov))
+
+    -- Newton steps with a line search until the Newton decrement gᵀH⁻¹g is
+    -- negligible.  The Hessian is re-taken (at most 'maxHessians' times in
+    -- all) whenever a step shrank the decrement by less than a factor of 10,
+    -- i.e. when the curvature where it was taken no longer describes the
+    -- objective; the covariance returned is the last Hessian's inverse.
+    newton (h, cov) x f g !k lastDecrement !hessians = do
+      let p = U.map negate (matVec cov g)
+          decrement = negate (U.sum (U.zipWith (*) g p))
+      if k >= 30 || not (decrement > 1e-10) || U.any (\v -> isNaN v || isInfinite v) g
+        then return (x, f, cov)
+        else
+          if decrement > 0.1 * lastDecrement && hessians < maxHessians
+            then do
+              fresh <- hessianAt x f (diagonal cov)
+              case fresh of
+                Just hc' -> newton hc' x f g k (1 / 0) (hessians + 1)
+                Nothing -> step p decrement (hessians + maxHessians)
+            else step p decrement hessians
+      where
+        step p decrement hs = do
+          found <- lineSearch x f p (negate decrement) 1 (0 :: Int)
+          case found of
+            Nothing -> return (x, f, cov)
+            Just (x', f') -> do
+              g' <- gradient (diagonal cov) x'
+              newton (h, cov) x' f' g' (k + 1) decrement hs
 
     -- BFGS on the inverse Hessian; the first step is scaled to unit length.
     bfgs !k x f g hinv firstStep = do
@@ -99,7 +138,7 @@ laplace eval seed start maxEvals =
           case found of
             Nothing -> return (x, f, g, hinv)
             Just (x', f') -> do
-              g' <- gradient x'
+              g' <- gradient (U.generate d (\i -> entry hinv i i)) x'
               let s = U.zipWith (-) x' x
                   y = U.zipWith (-) g' g
                   sy = U.sum (U.zipWith (*) s y)
@@ -138,8 +177,8 @@ laplace eval seed start maxEvals =
     -- of those, with four-point cross differences so that third-order terms
     -- cancel (this matters on ridges: a marginal-sized step in one coordinate
     -- climbs far up the walls of a narrow valley).
-    hessianAt x f hinv = do
-      let rough = U.generate d (\i -> 0.1 * sqrt (max 1e-16 (min 1 (entry hinv i i))))
+    hessianAt x f variances = do
+      let rough = U.map (\v -> 0.1 * sqrt (max 1e-16 (min 1 v))) variances
       diag0 <- secondDiffs rough
       let steps = U.imap (\i h -> let c = diag0 U.! i in if usable c then 0.1 / sqrt c else h) rough
       diag <- secondDiffs steps
@@ -160,7 +199,7 @@ laplace eval seed start maxEvals =
             else IM.findWithDefault 0 (max i j * d + min i j) offMap
       case invertSpd hess of
         Just cov | U.all (\v -> not (isNaN v || isInfinite v)) (matEntries cov) ->
-          return (Just (Approximation addrs x cov))
+          return (Just (hess, cov))
         _ -> return Nothing
       where
         secondDiffs hs = U.fromList <$> mapM (\i -> do
@@ -169,6 +208,11 @@ laplace eval seed start maxEvals =
           fm <- objective (bump i (-h) x)
           return ((fp - 2 * f + fm) / (h * h))) [0 .. d - 1]
         usable c = c > 1e-8 && not (isInfinite c || isNaN c)
+
+-- | Most Hessians one approximation may take (each costs about 2d²
+-- evaluations).
+maxHessians :: Int
+maxHessians = 4
 
 bump :: Int -> Double -> U.Vector Double -> U.Vector Double
 bump i h x = x U.// [(i, x U.! i + h)]
