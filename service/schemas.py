@@ -7,6 +7,7 @@ refuse; catching them here keeps them 422s instead of failures deep in storage.
 from __future__ import annotations
 
 import math
+import re
 import uuid
 from typing import Any, Literal
 
@@ -94,8 +95,6 @@ class AuditIn(_Strict):
     @field_validator("scopes")
     @classmethod
     def _scopes(cls, scopes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-        import re
-
         for name, data in scopes.items():
             if not re.match(SCOPE_NAME, name):
                 raise ValueError(f"scope name {name!r} must match {SCOPE_NAME}")
@@ -105,8 +104,6 @@ class AuditIn(_Strict):
     @field_validator("parameters")
     @classmethod
     def _parameters(cls, names: list[str] | None) -> list[str] | None:
-        import re
-
         if names is None:
             return None
         for n in names:
