@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import sandbox
-from workers.errors import CompileError, ProgramRefused, ProgramRuntimeError, ResourceLimit
+from workers.errors import (CompileError, InvalidRequest, ProgramRefused, ProgramRuntimeError,
+                            ResourceLimit)
 from workers.pymc_runner import fit_pymc
 from workers.pymc_runner.runner import child_environment
 
@@ -82,14 +83,24 @@ def test_network_namespace_blocks_a_connect_even_without_the_verifier(tmp_path):
         server.close()
 
 
+@pytest.mark.parametrize("settings", [{"backend": "stan"}, {"mass_matrix": "full"},
+                                      {"target_accept": 1.0}, {"chains": 0}, {"draws": 0}])
+def test_invalid_settings_are_refused_before_any_process(settings):
+    with pytest.raises(InvalidRequest):
+        fit_pymc(EIGHT_SCHOOLS, FULL, **{**QUICK, **settings})
+
+
 def test_restricted_runtime_namespace_backs_up_the_verifier():
     """The child executes programs with an allow-listed __import__ and no open/eval."""
     from workers.pymc_runner.child import _restricted_builtins
 
     namespace = {"__builtins__": _restricted_builtins()}
-    for code, error in [("import os", ImportError), ("from pytensor import function", ImportError),
+    for code, error in [("import os", ImportError), ("import subprocess", ImportError),
+                        ("from scipy import io", ImportError),
                         ("import pytensor.tensor as pt", None), ("open('x')", NameError),
-                        ("eval('1')", NameError), ("type(1)", NameError)]:
+                        ("eval('1')", NameError), ("type(1)", NameError),
+                        # C code called from the program imports through its builtins
+                        ("import numpy as np\nnp.ones((2, 2)).mean(axis=0)", None)]:
         if error is None:
             exec(code, namespace)
         else:
@@ -152,3 +163,33 @@ def test_divergences_trigger_retries_at_higher_target_accept():
     assert [a["target_accept"] for a in attempts[1:]] == [0.95, 0.99][:len(attempts) - 1]
     assert fit.divergences == min(a["divergences"] for a in attempts)
     assert fit.sampler["target_accept"] in (0.95, 0.99)
+
+
+KIDIQ_MOMIQ = HEADER + """\
+    mom_iq = np.asarray(data["mom_iq"], dtype=float)
+    with pm.Model() as m:
+        beta = pm.Flat("beta", shape=2)
+        sigma = pm.HalfCauchy("sigma", 2.5)
+        pm.Normal("kid_score", beta[0] + beta[1] * mom_iq, sigma,
+                  observed=np.asarray(data["kid_score"], dtype=float))
+    return m
+"""
+
+
+@pytest.mark.slow
+def test_nutpie_draws_do_not_depend_on_the_cache_state(tmp_path, monkeypatch):
+    """Same seed, cold then warm compile cache: identical draws (with numba fastmath on,
+    kidiq's differed)."""
+    import zipfile
+
+    archive = Path(__file__).resolve().parents[2] / "corpus" / "posterior_database" / "data" / "data" / "kidiq.json.zip"
+    with zipfile.ZipFile(archive) as z:
+        data = json.loads(z.read(z.namelist()[0]))
+    monkeypatch.setenv("PPL_AUDIT_CACHE", str(tmp_path / "cache"))
+    settings = dict(chains=2, tune=300, draws=300, seed=4, backend="nutpie",
+                    mass_matrix="diag", retry_target_accepts=())
+    cold = fit_pymc(KIDIQ_MOMIQ, data, **settings)
+    warm = fit_pymc(KIDIQ_MOMIQ, data, **settings)
+    assert warm.timings["compile"] < cold.timings["compile"]
+    for name in cold.draws:
+        np.testing.assert_array_equal(cold.draws[name], warm.draws[name], err_msg=name)

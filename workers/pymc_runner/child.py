@@ -58,6 +58,9 @@ def _failure(stage: str, what: str, exc: BaseException) -> ProgramFailure:
                           memory=isinstance(exc, MemoryError))
 
 
+_LIBRARY_ROOTS = ("numpy", "pymc", "pytensor")
+
+
 def _restricted_builtins() -> dict:
     import builtins
     import importlib
@@ -65,9 +68,12 @@ def _restricted_builtins() -> dict:
     from workers.pymc_runner.profile import ALLOWED_MODULE_PATHS, SAFE_BUILTINS
 
     def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-        # Defence in depth behind the verifier: the same allow-list at run time.
+        # Defence in depth behind the verifier: no import outside the libraries of the
+        # profile. C code called straight from the program (``ndarray.mean`` importing
+        # ``numpy._core._methods``) imports through the *caller's* builtins, i.e. this
+        # function, so the libraries' own modules must pass too.
         fromlist = tuple(fromlist or ())
-        allowed = name in ALLOWED_MODULE_PATHS or (
+        allowed = name in ALLOWED_MODULE_PATHS or name.split(".")[0] in _LIBRARY_ROOTS or (
             name in ("pytensor", "scipy") and fromlist
             and all(f"{name}.{item}" in ALLOWED_MODULE_PATHS for item in fromlist))
         if level != 0 or not allowed:

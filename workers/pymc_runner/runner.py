@@ -7,6 +7,7 @@ into a :class:`workers.fit.Fit` with SPEC §2.3 scalar names.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -29,7 +30,11 @@ from workers.pymc_runner.protocol import (DRAWS_FILE, ERROR_FILE, EXIT_OUT_OF_ME
 from workers.pymc_runner.verifier import verify
 
 LANGUAGE = "pymc"
+# Chosen by benchmarks/nuts_backends.py (figures in docs/ and the commit message):
+# nutpie with its low-rank mass matrix had the best ESS per CPU-second on kidiq and
+# diamonds, and diagonal adaptation on diamonds takes minutes on every backend.
 DEFAULT_BACKEND = "nutpie"
+DEFAULT_MASS_MATRIX = "low_rank"
 DEFAULT_RETRY_TARGET_ACCEPTS = (0.95, 0.99)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # A retry is skipped when less than this share of the wall budget is left.
@@ -57,7 +62,10 @@ def child_environment(workdir: Path) -> dict[str, str]:
         "PYTHONPATH": str(_PROJECT_ROOT),
         # Fixed hashing: set iteration order inside graph rewrites cannot vary by run.
         "PYTHONHASHSEED": "0",
-        "PYTENSOR_FLAGS": f"base_compiledir={cache / 'pytensor'}",
+        # numba fastmath lets LLVM reassociate differently in code compiled fresh and
+        # code loaded from the cache: nutpie's draws for one seed then differed between
+        # a cold and a warm cache (kidiq, measured); without it they are identical.
+        "PYTENSOR_FLAGS": f"base_compiledir={cache / 'pytensor'},numba__fastmath=False",
         "NUMBA_CACHE_DIR": str(cache / "numba"),
         "MPLCONFIGDIR": str(cache / "matplotlib"),
         "JAX_PLATFORMS": "cpu",
@@ -85,6 +93,8 @@ def _check_settings(chains, tune, draws, target_accept, backend, mass_matrix, co
     if backend not in BACKENDS:
         raise InvalidRequest(f"unknown NUTS backend {backend!r} (choose from "
                              f"{', '.join(BACKENDS)})")
+    if importlib.util.find_spec(backend) is None:
+        raise InvalidRequest(f"NUTS backend {backend!r} is not installed on this worker")
     if mass_matrix not in MASS_MATRICES:
         raise InvalidRequest(f"unknown mass matrix {mass_matrix!r} (choose from "
                              f"{', '.join(MASS_MATRICES)})")
@@ -98,7 +108,7 @@ def fit_pymc(source: str, data: dict, *, chains: int = 4, tune: int = 1000,
              draws: int = 1000, target_accept: float = 0.8,
              backend: str = DEFAULT_BACKEND, seed: int = 1,
              limits: sandbox.Limits = sandbox.Limits(), cores: int | None = None,
-             mass_matrix: str = "diag",
+             mass_matrix: str = DEFAULT_MASS_MATRIX,
              retry_target_accepts: tuple[float, ...] = DEFAULT_RETRY_TARGET_ACCEPTS) -> Fit:
     """Fit a verified PyMC program with NUTS in the sandbox.
 
