@@ -29,7 +29,9 @@ def _serve(args) -> int:
 
     from service.api import create_app
 
-    uvicorn.run(create_app(_settings()), host=args.host, port=args.port,
+    settings = _settings()
+    _ready_database(settings.database_url)
+    uvicorn.run(create_app(settings), host=args.host, port=args.port,
                 log_level=args.log_level, proxy_headers=True)
     return 0
 
@@ -46,9 +48,30 @@ def _worker(args) -> int:
     return 0
 
 
+def _ready_database(url: str) -> None:
+    """The embedded SQLite database migrates itself; PostgreSQL must be migrated by the
+    operator (``ppl-audit db upgrade``), and we say so instead of failing on a query."""
+    from service.db import migrate
+
+    if url.startswith("sqlite"):
+        migrate.upgrade(url)
+        return
+    try:
+        current = migrate.current_revision(url)
+    except Exception as err:
+        print(f"ppl-audit: cannot reach the database: {err.__class__.__name__}: "
+              f"{str(err).splitlines()[0]}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if current is None:
+        print("ppl-audit: the database has no schema yet; run `ppl-audit db upgrade` first",
+              file=sys.stderr)
+        raise SystemExit(2)
+
+
 def _sessions(settings):
     from service.db import make_engine, make_session_factory
 
+    _ready_database(settings.database_url)
     return make_session_factory(make_engine(settings.database_url))
 
 
@@ -93,19 +116,25 @@ def _local(name: str):
     return run
 
 
-def build_parser() -> argparse.ArgumentParser:
+LOCAL_COMMANDS = ("audit", "batch")
+
+
+def build_parser(local_arguments: bool = True) -> argparse.ArgumentParser:
+    """The parser; ``local_arguments=False`` skips importing the local runner (and with
+    it ArviZ, ~5–10 s) for the service commands, which never use it."""
     p = argparse.ArgumentParser(prog="ppl-audit", description="Do two probabilistic programs "
                                 "(PyMC and LazyPPL) define the same posterior?")
     sub = p.add_subparsers(dest="command", required=True)
 
-    from service.local import add_audit_arguments, add_batch_arguments
-
     a = sub.add_parser("audit", help="audit one translation pair locally (no servers)")
-    add_audit_arguments(a)
     a.set_defaults(func=_local("audit_main"))
     b = sub.add_parser("batch", help="audit shipped posteriordb posteriors locally")
-    add_batch_arguments(b)
     b.set_defaults(func=_local("batch_main"))
+    if local_arguments:
+        from service.local import add_audit_arguments, add_batch_arguments
+
+        add_audit_arguments(a)
+        add_batch_arguments(b)
 
     s = sub.add_parser("serve", help="run the REST API and web pages")
     s.add_argument("--host", default="127.0.0.1")
@@ -137,7 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(local_arguments=command in LOCAL_COMMANDS).parse_args(argv)
     return int(args.func(args) or 0)
 
 
