@@ -12,6 +12,28 @@ or JAX caches); "warm" repeats the identical fit with that cache filled. ESS is 
 bulk ESS, the minimum over every posteriordb reference parameter; ``|d| max`` is the
 largest |mean - reference mean| / reference SD over those parameters, a sanity check
 (with ~4,000 effective draws, values below ~0.1 are noise).
+
+Measured 2025-11-30 on the 2-core build machine under a load average of 7-10 (other
+jobs), so wall seconds are inflated ~2-3x; "CPU s" (whole child process) is the
+steadier figure. Warm cache, 4 x 1000 draws:
+
+    posterior      backend/mass      compile  sample  process  CPU s  min ESS  ESS/s*
+    eight schools  nutpie diag           7.5    0.22     17.6    8.1    2,341     133
+                   nutpie low_rank      11.2    0.75     16.1    7.9    1,982     123
+                   pymc diag             3.7   18.1      29.8    9.9    1,956      66
+                   numpyro diag          2.8    3.8      18.5    5.7    1,999     108
+    kidiq momiq    nutpie diag          16.2    1.05     24.6    9.0      702      28
+                   nutpie low_rank      15.0    0.65     24.8    8.6    6,618     267
+                   pymc dense            5.5   28.5      45.5   13.0    6,136     135
+                   numpyro dense         3.0   16.2      31.9    8.9    3,477     109
+    diamonds       nutpie low_rank       6.7    7.6      18.7   13.3    6,078     325
+                   pymc dense            6.1  153.6     171.2   63.6    8,011      47
+                   numpyro dense         4.8   36.3      53.2   16.8    4,282      81
+
+(ESS/s* = min ESS per second of the whole process.) Cold caches add 15-45 s of
+compilation for every backend (PyTensor C modules, numba, XLA). nutpie's numba
+wrappers are recompiled every run (~5 CPU s even warm); its sampling is the fastest by
+far. Default: nutpie + low_rank (workers/pymc_runner/runner.py).
 """
 from __future__ import annotations
 

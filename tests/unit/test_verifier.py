@@ -61,6 +61,7 @@ REFUSED = [
      "CustomDist"),
     ("pm.model.Potential", program("pm.model.Potential('x', 1)"), 5, "pm.model"),
     ("pm.Simulator", program("pm.Simulator('s', None)"), 5, "Simulator"),
+    ("pm.Minibatch", program("x = pm.Minibatch(np.zeros(9), batch_size=3)"), 5, "minibatch"),
     ("model.add_potential", program("m = pm.Model()\nm.add_potential(1)"), 6, "internals"),
     ("model.potentials.append", program("m = pm.Model()\nm.potentials.append(1)"), 6,
      "potentials"),

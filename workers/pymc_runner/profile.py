@@ -104,6 +104,7 @@ _PYMC_MEMBERS = {
     "CustomDist": "it lets the program write its own log-density",
     "DensityDist": "it lets the program write its own log-density",
     "Simulator": "it defines a likelihood-free model that NUTS cannot audit",
+    "Minibatch": "minibatches make the likelihood random; NUTS needs all the data",
     "fit": "the program may not run inference itself",
     "find_MAP": "the program may not run inference itself",
     "init_nuts": "the program may not run inference itself",
