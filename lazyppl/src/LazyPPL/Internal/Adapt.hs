@@ -19,7 +19,6 @@ module LazyPPL.Internal.Adapt
   , kernelCount
   , Schedule (..)
   , schedule
-  , reestimate
   , maxFullCovarianceSites
   ) where
 
@@ -173,37 +172,3 @@ schedule warmup
     go s w
       | s + w + 2 * w > end = [end]
       | otherwise = (s + w) : go (s + w) (2 * w)
-
--- | New tuning from the states recorded during a window (each a vector over
--- the window's sites).  The sample covariance is shrunk towards the previous
--- estimate when it covers the same sites (weight 10 + d pseudo-draws), else
--- towards its own diagonal; the walk scale is reset to 2.38/√d and the
--- single-site scales to the marginal SDs.
-reestimate :: U.Vector Int -> [U.Vector Double] -> Tuning -> Tuning
-reestimate addrs samples t = case covariance samples of
-  Nothing -> t
-  Just (mu, cov) ->
-    let n = length samples
-        d = U.length addrs
-        reg = case tuCov t of
-          Just prev | tuSites t == addrs -> blend n (10 + d) cov prev
-          _ -> regularise n 1e-2 cov
-        sds = U.map sqrt (diagonal reg)
-        factor
-          | d > maxFullCovarianceSites = DiagFactor sds
-          | otherwise = maybe (DiagFactor sds) FullFactor (cholesky reg)
-    in resetCounters
-         t
-           { tuSites = addrs
-           , tuMean = mu
-           , tuCov = Just reg
-           , tuFactor = factor
-           , tuWalkScale = 2.38 / sqrt (fromIntegral (max 1 d))
-           , tuArStep = max 0.3 (tuArStep t)
-           , tuSingleScales = sds
-           , tuSingleScale = 2.38
-           }
-  where
-    blend n k (Matrix d a) (Matrix _ b) =
-      let wn = fromIntegral n / fromIntegral (n + k)
-      in Matrix d (U.zipWith (\x y -> if isNaN x then y else wn * x + (1 - wn) * y) a b)

@@ -28,6 +28,7 @@ import GHC.Clock (getMonotonicTime)
 
 import LazyPPL.Internal.Adapt
 import LazyPPL.Internal.Core
+import LazyPPL.Internal.Estimate (reestimate)
 import LazyPPL.Internal.Kernels
 import LazyPPL.Internal.Laplace
 import LazyPPL.Internal.Random
@@ -154,14 +155,16 @@ runChain s m c =
           | otherwise =
               let (ki, kernel, g') = pick t g
                   (st', outcome, g'') = mhStep eval kernel g' st
-                  evals' = evals + (if outcome == Unchanged then 0 else 1)
-                  invalid' = invalid + (if outcome == Invalid then 1 else 0)
+                  evals' = evals + (if outcome == Unchanged then 0 else 1) + scoreEvals
+                  invalid' = invalid + (if outcome == Invalid then 1 else 0) + scoreBad
                   inWarmup = it < warmup
                   t1 = if inWarmup && adapting then adaptAfter ki outcome t else t
                   recording = inWarmup && it >= scWindowStart sched && not (null (scWindowEnds sched))
                   window' = if recording then record wsites st' window else window
                   windowEnded = inWarmup && (it + 1) `elem` scWindowEnds sched
-                  t2 = if windowEnded then reestimate wsites window' t1 else t1
+                  (t2, scoreEvals, scoreBad)
+                    | windowEnded = reestimate (logTarget st' wsites) (combine (ssSeed s) (fromIntegral it)) wsites window' t1
+                    | otherwise = (t1, 0, 0)
                   wsites' = if windowEnded || it + 1 == scWindowStart sched then windowSitesOf st' else wsites
                   window'' = if windowEnded then [] else window'
                   counters' = if inWarmup then counters else count ki outcome counters
@@ -170,6 +173,11 @@ runChain s m c =
               in go (it + 1) t2 st' g'' window'' wsites' evals' invalid' counters' kept'
 
     windowSitesOf st = U.fromList (IM.keys (csSites st))
+    -- log posterior density (prior of the given sites included) at the given
+    -- values of @addrs@, other sites as in @st@ or fresh from a fixed seed
+    logTarget st addrs z =
+      let sites = U.ifoldl' (\acc i a -> IM.insert a (z U.! i) acc) (csSites st) addrs
+      in evLogWeight (eval (ssSeed s) sites) - 0.5 * U.sum (U.map (\v -> v * v) z)
     record wsites st acc =
       case U.mapM (`IM.lookup` csSites st) wsites of
         Just v -> v : acc

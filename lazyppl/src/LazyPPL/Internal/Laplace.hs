@@ -94,35 +94,43 @@ laplace eval seed start maxEvals =
               case mh of
                 Nothing -> return Nothing
                 Just hc -> do
-                  (x2, _, cov) <- newton hc x1 f1 g1 (0 :: Int) (1 / 0) (1 :: Int)
-                  return (Just (Approximation addrs x2 cov))
+                  (x2, f2, cov, hessDecrement, hs) <- newton hc x1 f1 g1 (0 :: Int) (1 / 0) 0 (1 :: Int)
+                  -- the covariance is the curvature at the mode: re-take the
+                  -- Hessian if the last one was taken elsewhere
+                  final <-
+                    if hessDecrement > 1e-2 && hs <= maxHessians
+                      then maybe cov snd <$> hessianAt x2 f2 (diagonal cov)
+                      else return cov
+                  return (Just (Approximation addrs x2 final))
 
     -- Newton steps with a line search until the Newton decrement gᵀH⁻¹g is
     -- negligible.  The Hessian is re-taken (at most 'maxHessians' times in
     -- all) whenever a step shrank the decrement by less than a factor of 10,
     -- i.e. when the curvature where it was taken no longer describes the
     -- objective; the covariance returned is the last Hessian's inverse.
-    newton (h, cov) x f g !k lastDecrement !hessians = do
+    newton (h, cov) x f g !k lastDecrement hessDecrement0 !hessians = do
       let p = U.map negate (matVec cov g)
           decrement = negate (U.sum (U.zipWith (*) g p))
+          -- the decrement where the current Hessian was taken
+          hessDecrement = if isInfinite lastDecrement then decrement else hessDecrement0
       if k >= 30 || not (decrement > 1e-10) || U.any (\v -> isNaN v || isInfinite v) g
-        then return (x, f, cov)
+        then return (x, f, cov, hessDecrement, hessians)
         else
           if decrement > 0.1 * lastDecrement && hessians < maxHessians
             then do
               fresh <- hessianAt x f (diagonal cov)
               case fresh of
-                Just hc' -> newton hc' x f g k (1 / 0) (hessians + 1)
-                Nothing -> step p decrement (hessians + maxHessians)
-            else step p decrement hessians
+                Just hc' -> newton hc' x f g k (1 / 0) 0 (hessians + 1)
+                Nothing -> step p decrement hessDecrement (hessians + maxHessians)
+            else step p decrement hessDecrement hessians
       where
-        step p decrement hs = do
+        step p decrement hd hs = do
           found <- lineSearch x f p (negate decrement) 1 (0 :: Int)
           case found of
-            Nothing -> return (x, f, cov)
+            Nothing -> return (x, f, cov, hd, hs)
             Just (x', f') -> do
               g' <- gradient (diagonal cov) x'
-              newton (h, cov) x' f' g' (k + 1) decrement hs
+              newton (h, cov) x' f' g' (k + 1) decrement hd hs
 
     -- BFGS on the inverse Hessian; the first step is scaled to unit length.
     bfgs !k x f g hinv firstStep = do
@@ -212,7 +220,7 @@ laplace eval seed start maxEvals =
 -- | Most Hessians one approximation may take (each costs about 2d²
 -- evaluations).
 maxHessians :: Int
-maxHessians = 4
+maxHessians = 5
 
 bump :: Int -> Double -> U.Vector Double -> U.Vector Double
 bump i h x = x U.// [(i, x U.! i + h)]
