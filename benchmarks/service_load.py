@@ -78,7 +78,7 @@ def tree_rss_mb(pid: int) -> float:
 class Service:
     """A throwaway database, a queue, a server, and workers on demand."""
 
-    def __init__(self) -> None:
+    def __init__(self, server_processes: int = 1) -> None:
         from service.db.migrate import upgrade
         from service.db import tokens
         from service.db import make_engine, make_session_factory
@@ -103,7 +103,9 @@ class Service:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.base = f"http://127.0.0.1:{self.port}"
-        self.server = self._spawn("serve", "--port", str(self.port), "--log-level", "warning")
+        self.log = Path(os.environ.get("TMPDIR", "/tmp")) / f"{self.queue}-server.log"
+        self.server = self._spawn("serve", "--port", str(self.port), "--log-level", "warning",
+                                  "--workers", str(server_processes), log=self.log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
@@ -112,10 +114,10 @@ class Service:
             except httpx.HTTPError:
                 time.sleep(0.3)
 
-    def _spawn(self, *args) -> subprocess.Popen:
+    def _spawn(self, *args, log: Path | None = None) -> subprocess.Popen:
+        out = open(log, "wb") if log else subprocess.DEVNULL
         p = subprocess.Popen([sys.executable, "-m", "service.cli", *args], cwd=ROOT, env=self.env,
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+                             stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         self.procs.append(p)
         return p
 
@@ -214,23 +216,34 @@ def throughput(svc: Service, workers: int, audits: int, timeout: float) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rate", type=float, default=50)
+    ap.add_argument("--rate", default="50", help="requests/s; a list such as 10,25,50 "
+                    "measures each in turn")
     ap.add_argument("--requests", type=int, default=500)
     ap.add_argument("--audits", type=int, default=6)
-    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--workers", default="1,2", help="worker counts to measure; 0 skips")
+    ap.add_argument("--server-processes", type=int, default=1, help="uvicorn processes")
     ap.add_argument("--timeout", type=float, default=900, help="per throughput run, seconds")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    svc = Service()
-    report = {"cpus": os.cpu_count(), "load_average_at_start": os.getloadavg()}
+    svc = Service(args.server_processes)
+    report = {"cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(),
+              "server_processes": args.server_processes}
     try:
-        report["submission"] = submission_latency(svc, args.rate, args.requests)
-        print(json.dumps(report["submission"]), flush=True)
+        report["submission"] = []
+        for rate in (float(r) for r in args.rate.split(",")):
+            r = submission_latency(svc, rate, args.requests)
+            r["server_error_lines"] = [line for line in svc.log.read_text(errors="replace")
+                                       .splitlines() if "rror" in line][:5]
+            print(json.dumps(r), flush=True)
+            report["submission"].append(r)
         import redis
 
         redis.Redis.from_url(REDIS).delete(svc.queue)  # phase 1's audits never run
         report["throughput"] = []
-        for n in (int(x) for x in args.workers.split(",")):
+        counts = [int(x) for x in args.workers.split(",") if int(x) > 0]
+        if counts:  # warm the PyTensor and GHC caches so every count is measured warm
+            report["warm_up"] = throughput(svc, 1, 1, args.timeout)
+        for n in counts:
             r = throughput(svc, n, args.audits, args.timeout)
             print(json.dumps(r), flush=True)
             report["throughput"].append(r)

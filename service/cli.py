@@ -31,8 +31,12 @@ def _serve(args) -> int:
 
     settings = _settings()
     _ready_database(settings.database_url)
-    uvicorn.run(create_app(settings), host=args.host, port=args.port,
-                log_level=args.log_level, proxy_headers=True)
+    if args.workers > 1:  # several processes: each builds its app from the environment
+        uvicorn.run("service.api:create_app", factory=True, workers=args.workers,
+                    host=args.host, port=args.port, log_level=args.log_level, proxy_headers=True)
+    else:
+        uvicorn.run(create_app(settings), host=args.host, port=args.port,
+                    log_level=args.log_level, proxy_headers=True)
     return 0
 
 
@@ -140,6 +144,7 @@ def build_parser(local_arguments: bool = True) -> argparse.ArgumentParser:
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=8000)
     s.add_argument("--log-level", default="info")
+    s.add_argument("--workers", type=int, default=1, help="uvicorn processes (default 1)")
     s.set_defaults(func=_serve)
 
     w = sub.add_parser("worker", help="run a Celery worker (each job uses about two cores)")
