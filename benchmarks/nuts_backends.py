@@ -13,7 +13,7 @@ bulk ESS, the minimum over every posteriordb reference parameter; ``|d| max`` is
 largest |mean - reference mean| / reference SD over those parameters, a sanity check
 (with ~4,000 effective draws, values below ~0.1 are noise).
 
-Measured 2025-11-30 on the 2-core build machine under a load average of 7-10 (other
+Measured 2026-11-30 on the 2-core build machine under a load average of 7-10 (other
 jobs), so wall seconds are inflated ~2-3x; "CPU s" (whole child process) is the
 steadier figure. Warm cache, 4 x 1000 draws:
 
