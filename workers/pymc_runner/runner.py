@@ -37,6 +37,7 @@ DEFAULT_BACKEND = "nutpie"
 DEFAULT_MASS_MATRIX = "low_rank"
 DEFAULT_RETRY_TARGET_ACCEPTS = (0.95, 0.99)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_WORKDIR_PREFIX = "ppl-audit-pymc-"
 # A retry is skipped when less than this share of the wall budget is left.
 _MIN_RETRY_BUDGET = 0.2
 
@@ -158,8 +159,20 @@ def fit_pymc(source: str, data: dict, *, chains: int = 4, tune: int = 1000,
     return _make_fit(summary, arrays, job, chosen, attempts, time.monotonic() - started)
 
 
+def _sweep_stale_workdirs(max_age_seconds: float = 86_400) -> None:
+    """Remove working directories a killed parent (SIGKILLed worker) left behind."""
+    now = time.time()
+    for path in Path(tempfile.gettempdir()).glob(f"{_WORKDIR_PREFIX}*"):
+        try:
+            if now - path.stat().st_mtime > max_age_seconds:
+                shutil.rmtree(path, ignore_errors=True)
+        except OSError:
+            pass
+
+
 def _run_child(job: dict, limits: sandbox.Limits) -> tuple[dict, dict, dict]:
-    workdir = Path(tempfile.mkdtemp(prefix="ppl-audit-pymc-"))
+    _sweep_stale_workdirs()
+    workdir = Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
     try:
         (workdir / JOB_FILE).write_text(json.dumps(job))
         done = sandbox.run([sys.executable, "-m", "workers.pymc_runner.child"],
