@@ -25,7 +25,9 @@ class PyMCSettings(_Group):
     target_accept: float = Field(0.9, gt=0.5, lt=1.0)
     retry_target_accepts: list[float] = Field(default_factory=lambda: [0.95, 0.99])
     backend: Literal["pymc", "nutpie", "numpyro", "blackjax"] = "nutpie"
-    mass_matrix: Literal["diag", "low_rank", "dense"] = "diag"
+    # low-rank (nutpie) / dense (pymc, numpyro) adaptation: measured 10× the ESS per
+    # second of a diagonal one on correlated regressions (benchmarks/nuts_backends.py)
+    mass_matrix: Literal["diag", "low_rank", "dense"] = "low_rank"
 
 
 class LazyPPLSettings(_Group):
