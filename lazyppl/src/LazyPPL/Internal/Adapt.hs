@@ -16,6 +16,8 @@ module LazyPPL.Internal.Adapt
   , chooseKernel
   , adaptAfter
   , resetCounters
+  , recordJump
+  , reweight
   , kernelCount
   , Schedule (..)
   , schedule
@@ -53,15 +55,26 @@ data Tuning = Tuning
     -- ^ pCN step β in (0, 1]
   , tuCounts :: !(U.Vector Int)
     -- ^ adaptation steps per kernel since the last reset
+  , tuWeights :: !(U.Vector Double)
+    -- ^ mixture weights (start at 'mixtureWeights', then follow the jumps)
+  , tuJumps :: !(U.Vector Double)
+    -- ^ summed squared jump distances per kernel since the last reweighting
+  , tuTries :: !(U.Vector Int)
+    -- ^ proposals per kernel since the last reweighting
   }
 
--- | Mixture weights of the covariance walk, Gaussian autoregressive,
+-- | Initial mixture weights of the covariance walk, Gaussian autoregressive,
 -- single-site, pCN and prior-redraw proposals.  The first two do almost all
 -- the work on continuous posteriors; the others make the chain robust for
 -- sites outside the adapted set (changing dimension), discrete choices and
 -- heavy tails.
 mixtureWeights :: [Double]
 mixtureWeights = [0.35, 0.45, 0.05, 0.1, 0.05]
+
+-- | Smallest weight each kernel keeps after reweighting (so that no move
+-- type, and the irreducibility it brings, is ever switched off).
+weightFloors :: [Double]
+weightFloors = [0.1, 0.05, 0.05, 0.05, 0.05]
 
 -- | Target acceptance rates (Roberts & Rosenthal: ≈0.234 for many-dimensional
 -- walks, ≈0.44 for one-dimensional ones).
@@ -108,6 +121,9 @@ initialTuning sites approx = case approx of
         , tuSingleScale = 1
         , tuBeta = 0.2
         , tuCounts = U.replicate kernelCount 0
+        , tuWeights = U.fromList mixtureWeights
+        , tuJumps = U.replicate kernelCount 0
+        , tuTries = U.replicate kernelCount 0
         }
 
 -- | The kernels of the mixture, in 'mixtureWeights' order.
@@ -124,9 +140,38 @@ mixture t =
 chooseKernel :: Tuning -> Gen -> (Int, Kernel, Gen)
 chooseKernel t g =
   let (u, g') = nextUniform g
-      cumulative = scanl1 (+) mixtureWeights
-      i = min (kernelCount - 1) (length (takeWhile (<= u) cumulative))
+      cumulative = U.scanl1 (+) (tuWeights t)
+      i = min (kernelCount - 1) (U.length (U.takeWhile (<= u * U.last cumulative) cumulative))
   in (i, mixture t !! i, g')
+
+-- | Record a proposal of kernel @i@ and its squared jump distance (0 if
+-- rejected), measured in the metric of the current covariance estimate.
+recordJump :: Int -> Double -> Tuning -> Tuning
+recordJump i jump t =
+  t { tuJumps = U.accum (+) (tuJumps t) [(i, jump)]
+    , tuTries = U.accum (+) (tuTries t) [(i, 1)] }
+
+-- | Move the mixture weights towards each kernel's expected squared jump
+-- distance per proposal (all kernels cost one model evaluation), above
+-- 'weightFloors'.  Kernels tried fewer than 10 times keep their weight
+-- share.  Used only during warm-up.
+reweight :: Tuning -> Tuning
+reweight t
+  | total <= 0 = cleared
+  | otherwise = cleared {tuWeights = U.generate kernelCount weight}
+  where
+    tries = tuTries t
+    known i = tries U.! i >= 10
+    measured = U.imap (\i j -> if known i then j / fromIntegral (tries U.! i) else 0) (tuJumps t)
+    total = U.sum measured
+    floors = U.fromList weightFloors
+    -- what is left after the floors of measured kernels and the unchanged
+    -- weights of unmeasured ones
+    share = 1 - sum [if known i then floors U.! i else tuWeights t U.! i | i <- [0 .. kernelCount - 1]]
+    weight i
+      | known i = floors U.! i + share * measured U.! i / total
+      | otherwise = tuWeights t U.! i
+    cleared = t {tuJumps = U.replicate kernelCount 0, tuTries = U.replicate kernelCount 0}
 
 -- | Robbins–Monro update of kernel @i@'s scale after an outcome:
 -- log θ ← log θ + γ (accepted − target), with γ = (n + 1)^(−0.6).

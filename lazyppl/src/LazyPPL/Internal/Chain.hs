@@ -158,12 +158,20 @@ runChain s m c =
                   evals' = evals + (if outcome == Unchanged then 0 else 1) + scoreEvals
                   invalid' = invalid + (if outcome == Invalid then 1 else 0) + scoreBad
                   inWarmup = it < warmup
-                  t1 = if inWarmup && adapting then adaptAfter ki outcome t else t
+                  t1
+                    | inWarmup && adapting =
+                        let t' = adaptAfter ki outcome t
+                        in case outcome of
+                             Accepted -> recordJump ki (jumpOf t st st') t'
+                             Unchanged -> t'
+                             _ -> recordJump ki 0 t'
+                    | otherwise = t
                   recording = inWarmup && it >= scWindowStart sched && not (null (scWindowEnds sched))
                   window' = if recording then record wsites st' window else window
                   windowEnded = inWarmup && (it + 1) `elem` scWindowEnds sched
                   (t2, scoreEvals, scoreBad)
-                    | windowEnded = reestimate (logTarget st' wsites) (combine (ssSeed s) (fromIntegral it)) wsites window' t1
+                    | windowEnded = reestimate (logTarget st' wsites) (combine (ssSeed s) (fromIntegral it)) wsites window' (reweight t1)
+                    | it + 1 == warmup && adapting = (reweight t1, 0, 0)
                     | otherwise = (t1, 0, 0)
                   wsites' = if windowEnded || it + 1 == scWindowStart sched then windowSitesOf st' else wsites
                   window'' = if windowEnded then [] else window'
@@ -173,6 +181,13 @@ runChain s m c =
               in go (it + 1) t2 st' g'' window'' wsites' evals' invalid' counters' kept'
 
     windowSitesOf st = U.fromList (IM.keys (csSites st))
+    -- squared jump between two states over the adapted sites, in the metric
+    -- of the current covariance estimate
+    jumpOf t a b =
+      let diff = U.map (\x -> case (IM.lookup x (csSites a), IM.lookup x (csSites b)) of
+                                 (Just za, Just zb) -> zb - za
+                                 _ -> 0) (tuSites t)
+      in U.sum (U.map (\v -> v * v) (factorSolve (tuFactor t) diff))
     -- log posterior density (prior of the given sites included) at the given
     -- values of @addrs@, other sites as in @st@ or fresh from a fixed seed
     logTarget st addrs z =
@@ -201,7 +216,9 @@ runChain s m c =
               , ("single_scale", tuSingleScale t)
               , ("pcn_beta", tuBeta t)
               , ("sites", fromIntegral (U.length (tuSites t)))
-              ] ++ stTuning start ++ perKernel
+              ] ++ stTuning start
+                ++ [("weight_" ++ nm, w) | (nm, w) <- zip names (U.toList (tuWeights t))]
+                ++ perKernel
             PCNKernel -> [("pcn_beta", tuBeta t)]
             _ -> []
       in ChainResult draws acceptance evals invalid (stTries start) 0 tuning
@@ -216,10 +233,10 @@ data Start a = Start
   , stTuning :: [(String, Double)]
   }
 
--- | Laplace initialisation is skipped above this many sites (its Hessian
+-- | Laplace initialisation is skipped above this many sites (each Hessian
 -- costs about 2d² evaluations).
 maxLaplaceSites :: Int
-maxLaplaceSites = 64
+maxLaplaceSites = 128
 
 -- | The sites of an approximation's mean.
 approximationSites :: Approximation -> Sites

@@ -21,6 +21,7 @@
 module LazyPPL.Internal.Kernels
   ( ChainState (..)
   , Factor (..)
+  , factorSolve
   , Kernel (..)
   , Outcome (..)
   , kernelName

@@ -64,10 +64,13 @@ laplace eval seed start maxEvals =
           put (Budget (used + 1) (if ok then bad else bad + 1))
           return (if ok then 0.5 * U.sum (U.map (\v -> v * v) x) - lw else 1 / 0)
 
+    -- Hessians cost about 2d² evaluations each: fewer for many sites
+    hessianCap = if d <= 64 then maxHessians else 2
+
     -- BFGS stops early enough to leave room for the Newton refinement
     exhausted = do
       Budget used _ <- get
-      return (used >= maxEvals - maxHessians * (2 * d * d + 4 * d) - 30 * (2 * d + 5))
+      return (used >= maxEvals - hessianCap * (2 * d * d + 4 * d) - 30 * (2 * d + 5))
 
     -- Central differences with steps of 1e-3 of each coordinate's estimated
     -- SD, between 1e-8 and 1e-4: large enough to stay clear of the rounding
@@ -98,13 +101,13 @@ laplace eval seed start maxEvals =
                   -- the covariance is the curvature at the mode: re-take the
                   -- Hessian if the last one was taken elsewhere
                   final <-
-                    if hessDecrement > 1e-2 && hs <= maxHessians
+                    if hessDecrement > 1e-2 && hs <= hessianCap
                       then maybe cov snd <$> hessianAt x2 f2 (diagonal cov)
                       else return cov
                   return (Just (Approximation addrs x2 final))
 
     -- Newton steps with a line search until the Newton decrement gᵀH⁻¹g is
-    -- negligible.  The Hessian is re-taken (at most 'maxHessians' times in
+    -- negligible.  The Hessian is re-taken (at most 'hessianCap' times in
     -- all) whenever a step shrank the decrement by less than a factor of 10,
     -- i.e. when the curvature where it was taken no longer describes the
     -- objective; the covariance returned is the last Hessian's inverse.
@@ -116,12 +119,12 @@ laplace eval seed start maxEvals =
       if k >= 30 || not (decrement > 1e-10) || U.any (\v -> isNaN v || isInfinite v) g
         then return (x, f, cov, hessDecrement, hessians)
         else
-          if decrement > 0.1 * lastDecrement && hessians < maxHessians
+          if decrement > 0.1 * lastDecrement && hessians < hessianCap
             then do
               fresh <- hessianAt x f (diagonal cov)
               case fresh of
                 Just hc' -> newton hc' x f g k (1 / 0) 0 (hessians + 1)
-                Nothing -> step p decrement hessDecrement (hessians + maxHessians)
+                Nothing -> step p decrement hessDecrement (hessians + hessianCap)
             else step p decrement hessDecrement hessians
       where
         step p decrement hd hs = do
@@ -217,8 +220,8 @@ laplace eval seed start maxEvals =
           return ((fp - 2 * f + fm) / (h * h))) [0 .. d - 1]
         usable c = c > 1e-8 && not (isInfinite c || isNaN c)
 
--- | Most Hessians one approximation may take (each costs about 2d²
--- evaluations).
+-- | Most Hessians one approximation may take with up to 64 sites (each
+-- costs about 2d² evaluations; above 64 sites the cap is 2).
 maxHessians :: Int
 maxHessians = 5
 
