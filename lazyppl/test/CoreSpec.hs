@@ -9,6 +9,7 @@ import Test.QuickCheck hiding (sample, total)
 
 import LazyPPL
 import LazyPPL.Distributions
+import LazyPPL.Linear
 import Stats (mean, sampleSd)
 
 -- | A program with branching, laziness and an infinite stream.
@@ -53,6 +54,16 @@ spec = do
       weightOf (score 5 >> scoreLog (Exp (0 / 0))) `shouldBe` 0
     it "scoreLog adds log weights" $
       weightOf (scoreLog (Exp 1) >> scoreLog (Exp 2)) `shouldSatisfy` (\w -> abs (w - exp 3) < 1e-9)
+
+  describe "LazyPPL.Linear" $ do
+    it "mulVec agrees with the list computation" $ property $ \(Positive r) (Positive c) seed ->
+      let rows = [[fromIntegral ((i * 7 + j * 3 + seed) `mod` 11) - 5 | j <- [1 .. c `mod` 8 + 1]] | i <- [1 .. r `mod` 20 + 1 :: Int]]
+          v = [fromIntegral j / 3 | j <- [1 .. length (head rows)]]
+          expected = [sum (zipWith (*) row v) | row <- rows]
+      in and (zipWith (\a b -> abs (a - b) < 1e-9) (mulVec (denseMatrix rows) v) expected)
+           && denseToRows (denseMatrix rows) == rows
+    it "dotProduct is the inner product" $
+      dotProduct [1, 2, 3] [4, 5, 6] `shouldBe` 32
 
   describe "every" $ do
     it "keeps every n-th element (1-based multiples)" $

@@ -118,6 +118,29 @@ spec = do
           p k = w k / sum (map w [0 .. 2 :: Int])
       forM_ [0, 2] $ \k -> fitChains (settings 15) (dimension k) >>= probabilityAgrees (p k)
 
+  describe "default kernel on a posterior correlated at -0.999" $ do
+    -- y_i ~ N(a + b x_i, 1), x_i = 100 … 109, a, b ~ N(0, 10²) independently:
+    -- the posterior is Gaussian with precision P = I/100 + XᵀX, mean P⁻¹Xᵀy.
+    let xs = [100 .. 109] :: [Double]
+        ys = [2 + 0.5 * x + e | (x, e) <- zip xs [0.3, -1.1, 0.4, 0.9, -0.2, 0.0, 1.3, -0.7, 0.5, -0.4]]
+        sxx = sum (map (^ (2 :: Int)) xs) + 0.01
+        sx = sum xs
+        s1 = fromIntegral (length xs) + 0.01
+        det = s1 * sxx - sx * sx
+        -- covariance = P⁻¹
+        (vaa, vbb, vab) = (sxx / det, s1 / det, -sx / det)
+        (ty, txy) = (sum ys, sum (zipWith (*) xs ys))
+        (ma, mb) = (vaa * ty + vab * txy, vab * ty + vbb * txy)
+        regression which = do
+          a <- sample (normal 0 10)
+          b <- sample (normal 0 10)
+          mapM_ (\(x, y) -> score (normalPdf (a + b * x) 1 y)) (zip xs ys)
+          return (if which then a else b)
+    it "has the correlation this test claims" $
+      vab / sqrt (vaa * vbb) `shouldSatisfy` (< -0.999)
+    it "intercept" $ fitChains (settings 31) (regression True) >>= agrees (ma, sqrt vaa)
+    it "slope" $ fitChains (settings 31) (regression False) >>= agrees (mb, sqrt vbb)
+
   describe "upstream-semantics mh kernel" $
     it "normal-normal" $ do
       let prec = 1 / 4 + 5 / 2.25
