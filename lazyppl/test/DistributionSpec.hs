@@ -167,6 +167,7 @@ showValue v = show (num v)
 evalCase :: String -> [Double] -> A.Value -> Double
 evalCase dist ps xv = case (dist, ps) of
   ("normal", [m, s]) -> normalLogPdf m s x
+  ("normalCdf", [m, s]) -> normalCdf m s x
   ("exponential", [r]) -> exponentialLogPdf r x
   ("gamma", [a, t]) -> gammaLogPdf a t x
   ("invGamma", [a, b]) -> invGammaLogPdf a b x
