@@ -195,7 +195,7 @@ runChain s m c =
       in evLogWeight (eval (ssSeed s) sites) - 0.5 * U.sum (U.map (\v -> v * v) z)
     record wsites st acc =
       case U.mapM (`IM.lookup` csSites st) wsites of
-        Just v -> v : acc
+        Just v -> v `seq` (v : acc) -- forced, so the window does not hold states
         Nothing -> acc
     zeroCounters = Counters (U.replicate kernelCount 0) (U.replicate kernelCount 0)
     count _ Unchanged cs = cs
