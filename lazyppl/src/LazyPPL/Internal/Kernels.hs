@@ -13,8 +13,11 @@
 -- the evaluator does from a per-step seed) is a Gibbs update.  Each kernel
 -- below is then an MH kernel on the whole tree: it changes finitely many
 -- coordinates with a symmetric random walk (acceptance includes the N(0, 1)
--- prior ratio of the changed coordinates) or is reversible with respect to
--- the prior itself (pCN, prior redraws; acceptance is the weight ratio).
+-- prior ratio of the changed coordinates), with a move reversible for a
+-- Gaussian N(μ, Σ) on those coordinates (acceptance includes the ratio of
+-- prior to N(μ, Σ) densities), or with a move reversible for the prior
+-- itself (pCN, prior redraws; acceptance is the weight ratio).  A proposal
+-- with a non-finite coordinate is rejected without running the program.
 -- Kernel parameters depend only on warm-up, never on the current state, so
 -- after warm-up each kernel (and any fixed mixture of them) leaves the target
 -- invariant.
