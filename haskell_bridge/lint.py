@@ -37,6 +37,7 @@ ALLOWED_IMPORTS = frozenset(
         "LazyPPL",
         "LazyPPL.Distributions",
         "LazyPPL.Bridge",
+        "LazyPPL.Linear",
         "Numeric.Log",
         "Data.List",
         "Data.Maybe",

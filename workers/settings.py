@@ -35,9 +35,9 @@ class LazyPPLSettings(_Group):
     keeps every ``thin``-th of ``draws * thin`` steps."""
 
     chains: int = Field(4, ge=1, le=16)
-    warmup: int = Field(20000, ge=0, le=10_000_000)
+    warmup: int = Field(4000, ge=0, le=10_000_000)
     draws: int = Field(1000, ge=50, le=100_000)
-    thin: int = Field(20, ge=1, le=10_000)
+    thin: int = Field(10, ge=1, le=10_000)
     kernel: str = Field("default", pattern=r"^[a-z][a-z0-9_-]{0,31}$")
 
 
