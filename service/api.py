@@ -82,6 +82,15 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
         return JSONResponse({"message": str(exc.detail), "errors": []},
                             status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
+    @app.exception_handler(sa.exc.OperationalError)
+    @app.exception_handler(sa.exc.TimeoutError)
+    async def _database_unavailable(request: Request, exc: Exception):
+        # the database is down, overloaded or out of connections: a retry may succeed
+        log.warning("database unavailable on %s %s: %s", request.method, request.url.path,
+                    str(exc).splitlines()[0])
+        return JSONResponse({"message": "the database is unavailable right now; retry shortly",
+                             "errors": []}, status_code=503, headers={"Retry-After": "5"})
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
         log.exception("unexpected error on %s %s", request.method, request.url.path)

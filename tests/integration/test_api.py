@@ -224,3 +224,17 @@ def test_an_unreachable_broker_is_503_and_the_audit_says_so(service_settings, au
         audit_id = r.json()["message"].split("audit ")[1].split(" ")[0]
         assert c.get(f"/api/v1/audits/{audit_id}").json()["status"] == "failed"
     down.state.engine.dispose()
+
+
+def test_an_unreachable_database_is_503_not_500(service_settings):
+    from fastapi.testclient import TestClient
+
+    from service.api import create_app
+
+    down = create_app(service_settings.model_copy(update={
+        "database_url": "postgresql+psycopg://postgres@127.0.0.1:1/none"}))
+    with TestClient(down) as c:
+        r = c.get("/api/v1/audits")
+        assert r.status_code == 503 and "database is unavailable" in r.json()["message"]
+        assert c.get("/api/v1/health").json()["database"] is False
+    down.state.engine.dispose()
