@@ -74,10 +74,18 @@ def batch_detail(session, b: Batch) -> dict:
         "summary_so_far": None if b.summary else _partial_summary(audits),
         "pending_posteriors": [n for n in b.posteriors if n not in {a.posterior for a in audits}],
         "audits": [{**audit_summary(a),
-                    "scope_verdicts": (a.evidence or {}).get("scope_verdicts"),
+                    "scope_verdicts": _ordered_verdicts(a),
                     "reference_verdict": _reference_verdict(a.evidence)} for a in audits],
         "url": f"{API}/batches/{b.id}", "page": f"/batches/{b.id}",
     }
+
+
+def _ordered_verdicts(a: Audit) -> dict | None:
+    """Scope verdicts in submission order (JSONB does not keep key order)."""
+    verdicts = (a.evidence or {}).get("scope_verdicts")
+    if not verdicts:
+        return verdicts
+    return {sc.scope: verdicts[sc.scope] for sc in a.scopes if sc.scope in verdicts}
 
 
 def _reference_verdict(evidence: dict | None) -> str | None:
