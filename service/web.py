@@ -42,6 +42,7 @@ def _interval(iv) -> str:
 
 
 templates.env.filters["num"] = _fmt
+templates.env.filters["whole"] = lambda x: "–" if x is None else f"{x:.0f}"
 templates.env.filters["interval"] = _interval
 templates.env.filters["pretty"] = lambda v: json.dumps(v, indent=2, sort_keys=True, default=str)
 templates.env.filters["short"] = lambda s: (s or "")[:12]
