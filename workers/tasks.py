@@ -14,8 +14,8 @@ import kombu.exceptions
 import redis.exceptions
 import sqlalchemy.exc
 from celery.exceptions import SoftTimeLimitExceeded
+from celery.signals import worker_process_init
 
-from service import steps
 from service.db import make_engine, make_session_factory
 from workers.celery_app import TASK_BATCH, TASK_FINISH, TASK_SCOPE, CeleryDispatcher, app
 from workers.errors import ResourceLimit
@@ -25,6 +25,25 @@ INFRASTRUCTURE = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError
                   kombu.exceptions.OperationalError, redis.exceptions.ConnectionError)
 RETRY = dict(autoretry_for=INFRASTRUCTURE, retry_backoff=2, retry_backoff_max=120,
              retry_jitter=True, max_retries=app.ppl_settings.celery.max_retries)
+
+
+class _LazySteps:
+    """``service.steps`` imported on first use: it pulls in the pipeline (ArviZ, ~300 MB),
+    which only the pool process that runs a task needs, not the worker's parent."""
+
+    def __getattr__(self, name):
+        from service import steps as module
+
+        return getattr(module, name)
+
+
+steps = _LazySteps()
+
+
+@worker_process_init.connect
+def _preload_pipeline(**_) -> None:
+    """Each pool process loads the pipeline as it starts, not on its first task."""
+    import service.steps  # noqa: F401
 
 
 @lru_cache(maxsize=1)
