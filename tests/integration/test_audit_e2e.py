@@ -74,4 +74,5 @@ def test_tiny_budget_is_inconclusive_and_says_why():
     assert evidence["verdict"] == "inconclusive"
     for scope in evidence["scopes"].values():
         assert scope["verdict"] == "inconclusive"
-        assert "ESS" in scope["reason"] and "budget spent" in scope["reason"]
+        assert "failed its gates" in scope["reason"] and "ESS of" in scope["reason"]
+        assert len(scope["looks"]) == 1  # max_looks = 1: no second look was taken
