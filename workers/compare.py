@@ -163,9 +163,10 @@ def gate_failures(summaries: dict[str, Summary], divergences: int, rule: Rule) -
     return failures
 
 
-def only_ess_failures(failures: list[str]) -> bool:
-    """True when every failed gate is an ESS shortfall (more draws can cure those)."""
-    return bool(failures) and all("ESS of" in f for f in failures)
+def curable_by_more_draws(failures: list[str]) -> bool:
+    """True when every failed gate is an ESS shortfall or an R-hat excess, which longer
+    chains can cure; divergences cannot be cured that way."""
+    return bool(failures) and all(("ESS of" in f) or ("R-hat of" in f) for f in failures)
 
 
 @dataclass(frozen=True)

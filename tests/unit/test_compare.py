@@ -93,6 +93,15 @@ def test_failed_gate_never_yields_disagree(gates):
     assert scope_verdict((), tuple(gates), (bad,))[0] == INCONCLUSIVE
 
 
+def test_only_ess_and_rhat_shortfalls_are_curable_by_more_draws():
+    from workers.compare import curable_by_more_draws, gate_failures
+    short = Summary(0, 1, 0.1, 0.1, 100, 90, 1.02, 4, 100, 0.5)
+    failures = gate_failures({"mu": short}, 0, RULE)
+    assert len(failures) == 3 and curable_by_more_draws(failures)
+    assert not curable_by_more_draws(gate_failures({"mu": short}, 2, RULE))
+    assert not curable_by_more_draws([])
+
+
 def test_pair_verdict():
     assert pair_verdict({"a": AGREE, "b": AGREE}) == AGREE
     assert pair_verdict({"a": AGREE, "b": INCONCLUSIVE}) == INCONCLUSIVE
