@@ -1,0 +1,52 @@
+"""Audit the whole shipped posteriordb corpus and write the JSON report under reports/.
+
+    .venv/bin/python benchmarks/corpus_batch.py [--posteriors a,b] [--out reports/corpus.json]
+
+Uses the local pipeline (no servers) with the product's default settings and a SQLite
+database of its own (reports/corpus.sqlite3, not committed), so an interrupted run
+resumes where it stopped: identical audits are reused. The report records the commit
+it ran on, the machine and the wall time.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import time
+from pathlib import Path
+
+from rich.console import Console
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--posteriors", help="comma-separated names (default: every translation)")
+    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "corpus.json")
+    args = ap.parse_args()
+    os.environ.setdefault("PPL_AUDIT_DATABASE_URL", f"sqlite:///{ROOT / 'reports' / 'corpus.sqlite3'}")
+
+    from corpus.loader import list_posteriors
+    from service.local import run_batch
+    from service.report import print_batch
+    from workers.settings import AuditSettings
+
+    names = args.posteriors.split(",") if args.posteriors else list_posteriors()
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                            text=True).stdout.strip()
+    started = time.monotonic()
+    report = run_batch(names, AuditSettings(), console=Console(stderr=True))
+    report.update({"commit": commit, "wall_seconds": round(time.monotonic() - started, 1),
+                   "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
+                               "platform": platform.platform()}})
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print_batch(Console(width=120), report)
+    print(f"report written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
