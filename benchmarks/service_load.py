@@ -138,7 +138,8 @@ class Service:
 
         for p in self.procs:
             self.stop(p)
-        redis.Redis.from_url(REDIS).delete(self.queue)
+        redis.Redis.from_url(REDIS).delete(self.queue, f"_kombu.binding.{self.queue}",
+                                          f"_kombu.binding_permanent.{self.queue}")
         with self.admin.connect() as c:
             c.execute(sa.text(f'DROP DATABASE IF EXISTS "{self.db}" WITH (FORCE)'))
         self.admin.dispose()

@@ -33,6 +33,15 @@ TABLES = ("programs", "datasets", "audits", "audit_scopes", "scope_results", "fi
           "comparisons", "batches", "api_tokens", "events")
 
 
+def delete_queue(broker_url: str, queue: str) -> None:
+    """Remove a test queue and the routing keys kombu keeps for it in Redis."""
+    import redis
+
+    client = redis.Redis.from_url(broker_url)
+    client.delete(queue, f"_kombu.binding.{queue}", f"_kombu.binding_permanent.{queue}")
+    client.close()
+
+
 @pytest.fixture(scope="session")
 def database_url():
     import sqlalchemy as sa
@@ -64,7 +73,7 @@ def celery_queue(broker_url):
 
     queue = f"ppl-audit-test-{secrets.token_hex(4)}"
     yield queue
-    redis.Redis.from_url(broker_url).delete(queue)
+    delete_queue(broker_url, queue)
 
 
 @pytest.fixture(scope="session")

@@ -15,16 +15,15 @@ schemathesis.experimental.OPEN_API_3_1.enable()
 
 @pytest.fixture(scope="module")
 def fuzz_app(service_settings, broker_url):
-    import redis
-
     from service.api import create_app
+    from tests.conftest import delete_queue
 
     queue = f"ppl-audit-fuzz-{secrets.token_hex(4)}"
     app = create_app(service_settings.model_copy(update={
         "celery": service_settings.celery.model_copy(update={"queue": queue})}))
     yield app
     app.state.engine.dispose()
-    redis.Redis.from_url(broker_url).delete(queue)
+    delete_queue(broker_url, queue)
 
 
 @pytest.fixture(scope="module")
