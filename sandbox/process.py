@@ -16,6 +16,7 @@ from pathlib import Path
 from workers.errors import ResourceLimit
 
 _CLONE_NEWNET = 0x40000000
+_PR_SET_PDEATHSIG = 1
 _MB = 1024 * 1024
 
 
@@ -68,6 +69,8 @@ def network_isolation_available() -> bool:
 
 def _limit_child(limits: Limits, address_space_limit: bool, isolate_network: bool) -> None:
     """Runs in the child between fork and exec (no Python objects shared after this)."""
+    # a worker killed mid-fit (SIGKILL, OOM) must not leave its fit running unowned
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     cpu = max(1, int(limits.cpu_seconds))
     # soft limit sends SIGXCPU; the hard limit (a little later) SIGKILLs a child that ignores it
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))

@@ -50,3 +50,38 @@ def test_environment_is_only_what_the_caller_passes(tmp_path):
 def test_no_network_in_the_child(tmp_path):
     done = _py("import socket; socket.create_connection(('127.0.0.1', 6379), timeout=2)", tmp_path)
     assert done.returncode != 0 and b"unreachable" in done.stderr
+
+
+def test_child_dies_with_the_process_that_started_it(tmp_path):
+    """A parent killed with SIGKILL (as a lost Celery worker is) takes its fit with it."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    pid_file = tmp_path / "child.pid"
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import sys, pathlib\n"
+        "from sandbox import Limits, run\n"
+        "code = 'import os, time; open(\"child.pid\", \"w\").write(str(os.getpid())); time.sleep(60)'\n"
+        "run([sys.executable, '-c', code],\n"
+        f"    limits=Limits(), cwd=pathlib.Path({str(tmp_path)!r}), isolate_network=False)\n")])
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.1)
+    child = int(pid_file.read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    def alive(pid: int) -> bool:  # a zombie is dead (this machine's init may not reap it)
+        try:
+            return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
+        except FileNotFoundError:
+            return False
+
+    for _ in range(50):
+        if not alive(child):
+            return
+        time.sleep(0.1)
+    os.kill(child, signal.SIGKILL)
+    pytest.fail("the sandboxed child outlived its parent")
