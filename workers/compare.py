@@ -163,10 +163,22 @@ def gate_failures(summaries: dict[str, Summary], divergences: int, rule: Rule) -
     return failures
 
 
-def curable_by_more_draws(failures: list[str]) -> bool:
-    """True when every failed gate is an ESS shortfall or an R-hat excess, which longer
-    chains can cure; divergences cannot be cured that way."""
-    return bool(failures) and all(("ESS of" in f) or ("R-hat of" in f) for f in failures)
+#: Above this R-hat, chains sit in different modes; longer chains rarely bring them together.
+RHAT_CURABLE_MAX = 1.1
+
+
+def curable_by_more_draws(failures: list[str], max_rhat: float = 1.0) -> bool:
+    """True when every failed gate is an ESS shortfall or a mild R-hat excess (at most
+    :data:`RHAT_CURABLE_MAX` over all parameters), which longer chains can cure.
+    Divergences, and chains stuck in separate modes, are not cured that way."""
+    return (bool(failures) and all(("ESS of" in f) or ("R-hat of" in f) for f in failures)
+            and max_rhat <= RHAT_CURABLE_MAX)
+
+
+def max_rhat(result: "ScopeComparison") -> float:
+    """Largest R-hat of either fit over the compared parameters (NaN counts as infinite)."""
+    values = [s.rhat for c in result.comparisons for s in (c.candidate, c.baseline)]
+    return max((v if math.isfinite(v) else math.inf for v in values), default=1.0)
 
 
 @dataclass(frozen=True)

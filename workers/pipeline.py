@@ -163,12 +163,12 @@ def comparison_evidence(result: compare.ScopeComparison, labels: tuple[str, str]
 
 
 def _extendable(result: compare.ScopeComparison) -> bool:
-    """Inconclusive only for lack of draws: gates pass (or fail only on ESS or R-hat)
-    and no parameter disagrees."""
+    """Inconclusive only for lack of draws: gates pass (or fail only on ESS or a mild
+    R-hat excess) and no parameter disagrees."""
     if result.verdict != compare.INCONCLUSIVE:
         return False
     gates = list(result.candidate_gates) + list(result.baseline_gates)
-    return not gates or compare.curable_by_more_draws(gates)
+    return not gates or compare.curable_by_more_draws(gates, compare.max_rhat(result))
 
 
 def _fit_pymc(source: str, data: dict, s: AuditSettings, draws: int, seed: int, limits: Limits) -> Fit:

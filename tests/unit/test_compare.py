@@ -97,9 +97,12 @@ def test_only_ess_and_rhat_shortfalls_are_curable_by_more_draws():
     from workers.compare import curable_by_more_draws, gate_failures
     short = Summary(0, 1, 0.1, 0.1, 100, 90, 1.02, 4, 100, 0.5)
     failures = gate_failures({"mu": short}, 0, RULE)
-    assert len(failures) == 3 and curable_by_more_draws(failures)
+    assert len(failures) == 3 and curable_by_more_draws(failures, max_rhat=1.02)
     assert not curable_by_more_draws(gate_failures({"mu": short}, 2, RULE))
     assert not curable_by_more_draws([])
+    # chains in separate modes (R-hat 1.47, as an HMM's label switching) are not cured
+    stuck = Summary(0, 1, 0.1, 0.1, 8, 29, 1.47, 4, 1000, 0.5)
+    assert not curable_by_more_draws(gate_failures({"mu": stuck}, 0, RULE), max_rhat=1.47)
 
 
 def test_pair_verdict():
