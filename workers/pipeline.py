@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
@@ -20,6 +21,10 @@ from workers.fit import Fit, base_name
 from workers.settings import AuditSettings, derive_seed
 
 Progress = Callable[..., None]
+
+# Scopes of one local audit fitted at the same time (each scope runs its PyMC and
+# LazyPPL fits side by side, so 2 scopes = up to 4 sandboxed processes).
+MAX_PARALLEL_SCOPES = 2
 
 
 def _quiet(event: str, **info) -> None:
@@ -189,6 +194,18 @@ def _fit_lazyppl(source: str, data: dict, s: AuditSettings, draws: int, seed: in
                        thin=q.thin, kernel=q.kernel, seed=seed, limits=limits)
 
 
+def _both(first: Callable[[], Fit], second: Callable[[], Fit]) -> tuple[Fit, Fit]:
+    """Run two fits at the same time (each is a sandboxed subprocess; the threads only
+    wait). Their single-threaded phases (imports, compilation) overlap, which is most
+    of a small model's wall time. Each fit has its own seed, so the draws are the same
+    as when run one after the other. If one fails, its error is raised once the other
+    has finished, so no subprocess is left behind."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        a, b = pool.submit(first), pool.submit(second)
+        wait([a, b])
+    return a.result(), b.result()
+
+
 def _limits(s: AuditSettings, deadline: float) -> Limits:
     wall = max(30.0, deadline - time.monotonic())
     return Limits(cpu_seconds=2 * wall + 30, memory_mb=s.budget.memory_mb, wall_seconds=wall)
@@ -223,9 +240,11 @@ def run_scope(
         for look in range(1, s.budget.max_looks + 1):
             t0 = time.monotonic()
             progress("fit", scope=scope, language="pymc", look=look, draws=pymc_draws)
-            pymc = _fit_pymc(pymc_source, data, s, pymc_draws, seeds["pymc"], _limits(s, deadline))
             progress("fit", scope=scope, language="lazyppl", look=look, draws=lazy_draws)
-            lazy = _fit_lazyppl(lazyppl_source, data, s, lazy_draws, seeds["lazyppl"], _limits(s, deadline))
+            pymc, lazy = _both(
+                lambda: _fit_pymc(pymc_source, data, s, pymc_draws, seeds["pymc"], _limits(s, deadline)),
+                lambda: _fit_lazyppl(lazyppl_source, data, s, lazy_draws, seeds["lazyppl"],
+                                     _limits(s, deadline)))
             outcome.fits[("pymc", look)] = pymc
             outcome.fits[("lazyppl", look)] = lazy
             names, uncompared = compared_names(parameters, lazy, pymc)
@@ -331,11 +350,17 @@ def run_audit(request: AuditRequest, progress: Progress = _quiet) -> tuple[dict,
         validate(request)
     except AuditError as err:
         return error_audit(meta, err, request.settings), {}
-    scopes, fits = {}, {}
-    for scope, data in request.scopes.items():
+    def one(scope: str) -> ScopeOutcome:
         ref = request.reference if scope == request.reference_scope else None
-        out = run_scope(request.pymc_source, request.lazyppl_source, scope, data,
-                        request.parameters, request.settings, ref, progress)
+        return run_scope(request.pymc_source, request.lazyppl_source, scope,
+                         request.scopes[scope], request.parameters, request.settings, ref, progress)
+
+    # scopes are independent (own data, own seeds): run them side by side, as the
+    # service's workers do, and keep the request's scope order in the evidence
+    with ThreadPoolExecutor(max_workers=max(1, min(len(request.scopes), MAX_PARALLEL_SCOPES))) as pool:
+        outcomes = dict(zip(request.scopes, pool.map(one, request.scopes)))
+    scopes, fits = {}, {}
+    for scope, out in outcomes.items():
         scopes[scope] = out.evidence
         fits.update({(scope, lang, look): f for (lang, look), f in out.fits.items()})
     return finish_audit(meta, scopes, request.settings), fits

@@ -163,6 +163,27 @@ def test_divergences_trigger_retries_at_higher_target_accept():
     assert [a["target_accept"] for a in attempts[1:]] == [0.95, 0.99][:len(attempts) - 1]
     assert fit.divergences == min(a["divergences"] for a in attempts)
     assert fit.sampler["target_accept"] in (0.95, 0.99)
+    # one child process makes every attempt: nutpie compiles the model once
+    assert attempts[0]["timings"]["compile"] > 0
+    assert all(a["timings"]["compile"] == 0 for a in attempts[1:])
+    assert fit.stats["process"]["wall_seconds"] >= sum(a["timings"]["sample"] for a in attempts)
+
+
+def test_a_retry_stopped_by_the_wall_clock_keeps_the_finished_attempt():
+    """The first attempt diverges; the budget then runs out inside the retry: the fit is
+    the first attempt's, and the stop is recorded, not raised."""
+    first = fit_pymc(CENTERED, FULL, chains=2, tune=200, draws=200, seed=2,
+                     retry_target_accepts=())
+    assert first.divergences > 0
+    spent = first.stats["process"]["wall_seconds"]
+    fit = fit_pymc(CENTERED, FULL, chains=2, tune=200, draws=200, seed=2,
+                   retry_target_accepts=(0.99,), target_accept=0.8,
+                   limits=sandbox.Limits(wall_seconds=spent + 1.0, cpu_seconds=600, memory_mb=4096))
+    attempts = fit.stats["attempts"]
+    assert attempts[0]["divergences"] == first.divergences
+    assert "error" in attempts[-1] or "skipped" in attempts[-1]
+    for name, values in first.draws.items():
+        np.testing.assert_array_equal(values, fit.draws[name], err_msg=name)
 
 
 KIDIQ_MOMIQ = HEADER + """\

@@ -4,14 +4,22 @@ Input: ``job.json`` in the working directory (or the same JSON on stdin)::
 
     {"source": "...", "data": {...}, "chains": 4, "tune": 1000, "draws": 1000,
      "target_accept": 0.8, "backend": "nutpie", "seed": 1, "cores": 2,
-     "mass_matrix": "diag"}
+     "mass_matrix": "diag",
+     "target_accepts": [0.8, 0.95, 0.99], "wall_seconds": 900, "min_retry_share": 0.2}
+
+The model is built (and, for nutpie, compiled) once; it is then sampled with each of
+``target_accepts`` in turn until an attempt has no divergent transition. A retry is
+skipped when less than ``min_retry_share`` of ``wall_seconds`` is left.
 
 Output on success (exit 0), in the working directory:
 
-- ``draws.npz``: float64 arrays ``v0, v1, ...`` shaped (chains, draws, *shape);
-- ``summary.json``: ``{"names": {"v0": "mu", ...}, "reportable": [...], "shapes": {...},
+- per attempt N (0, 1, ...), written as soon as it is done: ``attempt-N.npz`` (float64
+  arrays ``v0, v1, ...`` shaped (chains, draws, *shape)) and ``attempt-N.json``
+  (``{"names": {"v0": "mu", ...}, "reportable": [...], "shapes": {...},
   "stats": {divergences, per-chain sampler statistics}, "timings": {seconds},
-  "versions": {...}, "backend": ..., "sampler": {...}}``.
+  "versions": {...}, "backend": ..., "target_accept": ...}``);
+- ``summary.json``: ``{"attempts": [{"target_accept", "divergences", ...} or
+  {"target_accept", "skipped"}]}``.
 
 On a failure of the program (exit 3) or memory exhaustion (exit 4): one line
 ``ppl-audit: <message>`` on stderr and ``error.json`` with ``{"stage", "message", "line"}``
@@ -28,9 +36,9 @@ import time
 import traceback
 from pathlib import Path
 
-from workers.pymc_runner.protocol import (DRAWS_FILE, ERROR_FILE, EXIT_OUT_OF_MEMORY,
+from workers.pymc_runner.protocol import (ERROR_FILE, EXIT_OUT_OF_MEMORY,
                                           EXIT_PROGRAM_ERROR, JOB_FILE, PROGRAM_FILENAME,
-                                          SUMMARY_FILE)
+                                          SUMMARY_FILE, attempt_file)
 
 
 class ProgramFailure(Exception):
@@ -176,31 +184,63 @@ def run(job: dict, workdir: Path) -> None:
     t = time.perf_counter()
     model = build_model(job["source"], job["data"])
     timings["build"] = time.perf_counter() - t
+    accepts = [float(a) for a in job.get("target_accepts") or [job["target_accept"]]]
+    wall = job.get("wall_seconds")
+    min_share = float(job.get("min_retry_share", 0.0))
+    attempts: list[dict] = []
     try:
-        sampled = backends.sample(model, job)
+        run_one = backends.sampler(model, job)
     except MemoryError as exc:
-        raise _failure("sample", "out of memory while sampling", exc) from None
+        raise _failure("sample", "out of memory while compiling", exc) from None
     except Exception as exc:
-        raise _failure("sample", "sampling failed", exc) from None
-    timings["compile"] = sampled.compile_seconds
-    timings["sample"] = sampled.sample_seconds
-
+        raise _failure("sample", "compiling the model failed", exc) from None
     names = backends.reportable_names(model)
-    arrays = backends.posterior_arrays(sampled.idata, names)
     keys = {f"v{i}": name for i, name in enumerate(names)}
-    np.savez(workdir / DRAWS_FILE, **{key: arrays[name] for key, name in keys.items()})
-    timings["total"] = time.perf_counter() - started
-    summary = {
-        "names": keys,
-        "reportable": names,
-        "shapes": {name: list(arrays[name].shape[2:]) for name in names},
-        "stats": backends.sampler_stats(sampled.idata),
-        "timings": {k: round(v, 4) for k, v in timings.items()},
-        "versions": _versions(job["backend"]),
-        "backend": job["backend"],
-        "memory_mb": _memory_peaks(),
-    }
-    (workdir / SUMMARY_FILE).write_text(json.dumps(summary))
+    for number, accept in enumerate(accepts):
+        if number and wall and wall - (time.perf_counter() - started) < min_share * wall:
+            attempts.append({"target_accept": accept, "skipped": "wall-clock budget spent"})
+            break
+        try:
+            sampled = run_one(accept)
+        except MemoryError as exc:
+            raise _failure("sample", "out of memory while sampling", exc) from None
+        except Exception as exc:
+            raise _failure("sample", "sampling failed", exc) from None
+        timings["compile"] = sampled.compile_seconds
+        timings["sample"] = sampled.sample_seconds
+        arrays = backends.posterior_arrays(sampled.idata, names)
+        stats = backends.sampler_stats(sampled.idata)
+        timings["total"] = time.perf_counter() - started
+        summary = {
+            "names": keys,
+            "reportable": names,
+            "shapes": {name: list(arrays[name].shape[2:]) for name in names},
+            "stats": stats,
+            "timings": {k: round(v, 4) for k, v in timings.items()},
+            "versions": _versions(job["backend"]),
+            "backend": job["backend"],
+            "memory_mb": _memory_peaks(),
+            "target_accept": accept,
+        }
+        # each attempt is on disk as soon as it is done: if a later retry is stopped by
+        # the wall clock, the parent still has this one
+        _publish(workdir / attempt_file(number, "npz"),
+                 lambda f: np.savez(f, **{key: arrays[name] for key, name in keys.items()}))
+        _publish(workdir / attempt_file(number, "json"), lambda f: f.write(json.dumps(summary).encode()))
+        attempts.append({"target_accept": accept, "number": number,
+                         "divergences": stats["divergences"], "timings": summary["timings"]})
+        if stats["divergences"] == 0:
+            break
+        timings = {"import": 0.0, "build": 0.0}
+    (workdir / SUMMARY_FILE).write_text(json.dumps({"attempts": attempts}))
+
+
+def _publish(path: Path, write) -> None:
+    """Write a file under a temporary name, then rename it into place."""
+    staged = path.with_name(path.name + ".part")
+    with open(staged, "wb") as f:
+        write(f)
+    os.replace(staged, path)
 
 
 def _report(workdir: Path, failure: ProgramFailure) -> int:

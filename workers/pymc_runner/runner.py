@@ -2,8 +2,9 @@
 
 The program never runs in this process. ``fit_pymc`` writes ``job.json`` into a fresh
 temporary directory, runs ``python -m workers.pymc_runner.child`` there through
-``sandbox.run`` with a minimal environment, and turns ``draws.npz`` + ``summary.json``
-into a :class:`workers.fit.Fit` with SPEC §2.3 scalar names.
+``sandbox.run`` with a minimal environment, and turns the chosen attempt's
+``attempt-N.npz`` + ``attempt-N.json`` into a :class:`workers.fit.Fit` with SPEC §2.3
+scalar names.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ import signal
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +25,9 @@ from workers.errors import (CompileError, InvalidRequest, ProgramRefused,
                             ProgramRuntimeError, ResourceLimit)
 from workers.fit import Fit, flatten_array
 from workers.pymc_runner.backends import BACKENDS, MASS_MATRICES
-from workers.pymc_runner.protocol import (DRAWS_FILE, ERROR_FILE, EXIT_OUT_OF_MEMORY,
-                                          EXIT_PROGRAM_ERROR, JOB_FILE, SUMMARY_FILE)
+from workers.pymc_runner.protocol import (ERROR_FILE, EXIT_OUT_OF_MEMORY,
+                                          EXIT_PROGRAM_ERROR, JOB_FILE, SUMMARY_FILE,
+                                          attempt_file)
 from workers.pymc_runner.verifier import verify
 
 LANGUAGE = "pymc"
@@ -130,33 +131,12 @@ def fit_pymc(source: str, data: dict, *, chains: int = 4, tune: int = 1000,
            "draws": int(draws), "backend": backend, "seed": int(seed),
            "cores": int(cores or min(chains, _available_cores())),
            "mass_matrix": mass_matrix}
-    started = time.monotonic()
-    attempts: list[dict] = []
-    best: tuple[dict, dict, dict] | None = None  # (summary, arrays, attempt)
-    schedule = [target_accept] + [t for t in retry_target_accepts if t > target_accept]
-    for number, accept in enumerate(schedule):
-        remaining = limits.wall_seconds - (time.monotonic() - started)
-        if number and remaining < _MIN_RETRY_BUDGET * limits.wall_seconds:
-            attempts.append({"target_accept": accept, "skipped": "wall-clock budget spent"})
-            break
-        try:
-            summary, arrays, process = _run_child(
-                {**job, "target_accept": float(accept)},
-                replace(limits, wall_seconds=remaining) if number else limits)
-        except ResourceLimit as exc:
-            if best is None:
-                raise
-            attempts.append({"target_accept": accept, "error": exc.to_dict()})
-            break
-        attempt = {"target_accept": accept, "divergences": summary["stats"]["divergences"],
-                   "timings": summary["timings"], "process": process}
-        attempts.append(attempt)
-        if best is None or attempt["divergences"] <= best[2]["divergences"]:
-            best = (summary, arrays, attempt)
-        if attempt["divergences"] == 0:
-            break
-    summary, arrays, chosen = best
-    return _make_fit(summary, arrays, job, chosen, attempts, time.monotonic() - started)
+    schedule = [float(target_accept)] + [float(t) for t in retry_target_accepts
+                                         if t > target_accept]
+    job.update(target_accepts=schedule, wall_seconds=float(limits.wall_seconds),
+               min_retry_share=_MIN_RETRY_BUDGET)
+    summary, arrays, attempts, process = _run_child(job, limits)
+    return _make_fit(summary, arrays, job, attempts, process)
 
 
 def _sweep_stale_workdirs(max_age_seconds: float = 86_400) -> None:
@@ -170,7 +150,14 @@ def _sweep_stale_workdirs(max_age_seconds: float = 86_400) -> None:
             pass
 
 
-def _run_child(job: dict, limits: sandbox.Limits) -> tuple[dict, dict, dict]:
+def _run_child(job: dict, limits: sandbox.Limits) -> tuple[dict, dict, list[dict], dict]:
+    """Run the child once (it makes every attempt); return the chosen attempt's summary
+    and arrays, the list of attempts and the process figures.
+
+    The chosen attempt has the fewest divergences (the later one on ties). If the child
+    is stopped (wall clock, CPU, memory) after at least one attempt finished, the
+    finished attempts stand and the stop is recorded as the last attempt.
+    """
     _sweep_stale_workdirs()
     workdir = Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
     try:
@@ -178,22 +165,40 @@ def _run_child(job: dict, limits: sandbox.Limits) -> tuple[dict, dict, dict]:
         done = sandbox.run([sys.executable, "-m", "workers.pymc_runner.child"],
                            limits=limits, cwd=workdir, env=child_environment(workdir),
                            address_space_limit=True)
-        _raise_for_failure(done, workdir, limits)
-        summary = json.loads((workdir / SUMMARY_FILE).read_text())
-        with np.load(workdir / DRAWS_FILE, allow_pickle=False) as npz:
+        process = {"wall_seconds": round(done.wall_seconds, 3),
+                   "cpu_seconds": round(done.cpu_seconds, 3),
+                   "max_rss_mb": round(done.max_rss_mb, 1)}
+        finished = sorted(int(p.stem.split("-")[1]) for p in workdir.glob("attempt-*.json"))
+        try:
+            _raise_for_failure(done, workdir, limits)
+            attempts = json.loads((workdir / SUMMARY_FILE).read_text())["attempts"]
+        except ResourceLimit as exc:
+            if not finished:
+                raise
+            attempts = [_attempt_entry(workdir, n) for n in finished]
+            attempts.append({"target_accept": job["target_accepts"][len(finished)]
+                             if len(finished) < len(job["target_accepts"]) else None,
+                             "error": exc.to_dict()})
+        done_attempts = [a for a in attempts if "divergences" in a]
+        chosen = min(reversed(done_attempts), key=lambda a: a["divergences"])
+        summary = json.loads((workdir / attempt_file(chosen["number"], "json")).read_text())
+        with np.load(workdir / attempt_file(chosen["number"], "npz"), allow_pickle=False) as npz:
             arrays = {summary["names"][key]: np.asarray(npz[key], dtype=np.float64)
                       for key in summary["names"]}
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    process = {"wall_seconds": round(done.wall_seconds, 3),
-               "cpu_seconds": round(done.cpu_seconds, 3),
-               "max_rss_mb": round(done.max_rss_mb, 1)}
     for name, values in arrays.items():
         if values.shape[:2] != (job["chains"], job["draws"]):
             raise ProgramRuntimeError(f"{name}: draws shaped {values.shape}, expected "
                                       f"({job['chains']}, {job['draws']}, ...)",
                                       language=LANGUAGE)
-    return summary, arrays, process
+    return summary, arrays, attempts, process
+
+
+def _attempt_entry(workdir: Path, number: int) -> dict:
+    summary = json.loads((workdir / attempt_file(number, "json")).read_text())
+    return {"target_accept": summary["target_accept"], "number": number,
+            "divergences": summary["stats"]["divergences"], "timings": summary["timings"]}
 
 
 def _raise_for_failure(done: sandbox.Completed, workdir: Path, limits: sandbox.Limits):
@@ -243,21 +248,19 @@ def _looks_like_memory(done: sandbox.Completed, stderr: str, limits: sandbox.Lim
     return killed and done.max_rss_mb > 0.8 * limits.memory_mb
 
 
-def _make_fit(summary, arrays, job, chosen, attempts, total_seconds) -> Fit:
+def _make_fit(summary, arrays, job, attempts, process) -> Fit:
     draws: dict[str, np.ndarray] = {}
     for name in summary["reportable"]:
         draws.update(flatten_array(name, arrays[name]))
     stats = dict(summary["stats"])
     stats.update(attempts=attempts, shapes=summary["shapes"],
-                 memory_mb=summary.get("memory_mb", {}), process=chosen["process"])
-    timings = dict(summary["timings"])
-    timings["process"] = chosen["process"]["wall_seconds"]
-    timings["total"] = round(total_seconds, 3)
+                 memory_mb=summary.get("memory_mb", {}), process=process)
+    timings = dict(summary["timings"])  # of the chosen attempt; "total" counts from start-up
+    timings["process"] = process["wall_seconds"]
     sampler = {"kind": "nuts", "backend": job["backend"], "chains": job["chains"],
                "tune": job["tune"], "draws": job["draws"], "seed": job["seed"],
                "cores": job["cores"], "mass_matrix": job["mass_matrix"],
-               "target_accept": chosen["target_accept"]}
+               "target_accept": summary["target_accept"]}
     return Fit(language=LANGUAGE, draws=draws, divergences=int(stats["divergences"]),
                sampler=sampler, stats=stats, timings=timings,
                versions=summary["versions"], reportable=list(summary["reportable"]))
-
