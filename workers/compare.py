@@ -175,6 +175,40 @@ def curable_by_more_draws(failures: list[str], max_rhat: float = 1.0) -> bool:
             and max_rhat <= RHAT_CURABLE_MAX)
 
 
+def sides_needing_draws(result: "ScopeComparison", rule: Rule) -> tuple[bool, bool]:
+    """(candidate, baseline): which fit has to run longer for an undecided scope.
+
+    A fit that failed a gate does. Otherwise, for each parameter left inconclusive, look
+    at the interval that is undecided: for D the fit with the larger MCSE of the mean
+    (same units on both sides), for R the one with the larger relative MCSE of the SD;
+    both on a tie. If nothing points at either side, both do.
+    """
+    if result.candidate_gates or result.baseline_gates:
+        return bool(result.candidate_gates), bool(result.baseline_gates)
+    cand = base = False
+    lo, hi = rule.sd_ratio_band
+    for c in result.comparisons:
+        if c.verdict != INCONCLUSIVE:
+            continue
+        a, b = c.candidate, c.baseline
+        rel_a = a.mcse_sd / a.sd if a.sd > 0 else math.inf
+        rel_b = b.mcse_sd / b.sd if b.sd > 0 else math.inf
+        if not _finite(a.mcse_mean, b.mcse_mean, rel_a, rel_b, *c.d_interval, *c.r_interval):
+            return True, True
+        d_lo, d_hi = c.d_interval
+        r_lo, r_hi = c.r_interval
+        d_open = not (-rule.delta <= d_lo and d_hi <= rule.delta) and not (
+            d_hi < -rule.delta or d_lo > rule.delta)
+        r_open = not (lo <= r_lo and r_hi <= hi) and not (r_hi < lo or r_lo > hi)
+        if d_open:
+            cand |= a.mcse_mean >= b.mcse_mean
+            base |= b.mcse_mean >= a.mcse_mean
+        if r_open:
+            cand |= rel_a >= rel_b
+            base |= rel_b >= rel_a
+    return (cand, base) if (cand or base) else (True, True)
+
+
 def max_rhat(result: "ScopeComparison") -> float:
     """Largest R-hat of either fit over the compared parameters (NaN counts as infinite)."""
     values = [s.rhat for c in result.comparisons for s in (c.candidate, c.baseline)]

@@ -236,15 +236,24 @@ def run_scope(
                                      "looks": []})
     ev = outcome.evidence
     pymc_draws, lazy_draws = s.pymc.draws, s.lazyppl.draws
+    pymc: Fit | None = None
+    lazy: Fit | None = None
     try:
         for look in range(1, s.budget.max_looks + 1):
             t0 = time.monotonic()
-            progress("fit", scope=scope, language="pymc", look=look, draws=pymc_draws)
-            progress("fit", scope=scope, language="lazyppl", look=look, draws=lazy_draws)
+            # a side whose draws did not grow keeps its fit: same seed and draws would
+            # give the same draws again
+            refit_pymc = pymc is None or pymc.n_draws != pymc_draws
+            refit_lazy = lazy is None or lazy.n_draws != lazy_draws
+            if refit_pymc:
+                progress("fit", scope=scope, language="pymc", look=look, draws=pymc_draws)
+            if refit_lazy:
+                progress("fit", scope=scope, language="lazyppl", look=look, draws=lazy_draws)
             pymc, lazy = _both(
-                lambda: _fit_pymc(pymc_source, data, s, pymc_draws, seeds["pymc"], _limits(s, deadline)),
-                lambda: _fit_lazyppl(lazyppl_source, data, s, lazy_draws, seeds["lazyppl"],
-                                     _limits(s, deadline)))
+                (lambda: _fit_pymc(pymc_source, data, s, pymc_draws, seeds["pymc"],
+                                   _limits(s, deadline))) if refit_pymc else (lambda f=pymc: f),
+                (lambda: _fit_lazyppl(lazyppl_source, data, s, lazy_draws, seeds["lazyppl"],
+                                      _limits(s, deadline))) if refit_lazy else (lambda f=lazy: f))
             outcome.fits[("pymc", look)] = pymc
             outcome.fits[("lazyppl", look)] = lazy
             names, uncompared = compared_names(parameters, lazy, pymc)
@@ -267,6 +276,8 @@ def run_scope(
                           "lazyppl_vs_reference": comparison_evidence(lazy_ref, ("lazyppl", "reference"))}
             verdict, reason = _scope_decision(main, checks[1] if reference is not None else None)
             ev["looks"].append({"look": look, "pymc_draws": pymc_draws, "lazyppl_draws": lazy_draws,
+                                "refitted": [n for n, r in (("pymc", refit_pymc),
+                                                            ("lazyppl", refit_lazy)) if r],
                                 "verdict": verdict, "reason": reason,
                                 "seconds": round(time.monotonic() - t0, 3)})
             ev.update(comparison_evidence(main, ("lazyppl", "pymc")))
@@ -283,8 +294,13 @@ def run_scope(
             if time.monotonic() + s.budget.growth * (time.monotonic() - t0) > deadline:
                 ev["reason"] = f"{reason}; budget spent: another look would pass wall_seconds"
                 break
-            pymc_draws = math.ceil(pymc_draws * s.budget.growth)
-            lazy_draws = math.ceil(lazy_draws * s.budget.growth)
+            grow_lazy, grow_pymc = compare.sides_needing_draws(main, rule)
+            if reference is not None and checks[1].verdict == compare.INCONCLUSIVE:
+                grow_pymc = grow_pymc or compare.sides_needing_draws(checks[1], rule)[0]
+            if grow_pymc:
+                pymc_draws = math.ceil(pymc_draws * s.budget.growth)
+            if grow_lazy:
+                lazy_draws = math.ceil(lazy_draws * s.budget.growth)
     except ResourceLimit as err:
         if err.details.get("limit") in ("timeout", "cpu"):
             ev.update({"verdict": compare.INCONCLUSIVE, "error": err.to_dict(),

@@ -62,12 +62,14 @@ class RuleSettings(_Group):
 
 
 class BudgetSettings(_Group):
-    """Adaptive run length: a scope left inconclusive only by wide intervals (gates
-    passed) is refitted with ``growth`` times the draws, from the same seeds, until it is
-    decisive, ``max_looks`` looks were taken, or ``wall_seconds`` is spent."""
+    """Adaptive run length: a scope left inconclusive only for lack of draws (intervals
+    too wide, or ESS / mild R-hat shortfalls) takes another look: the fit whose Monte
+    Carlo error keeps it undecided (``compare.sides_needing_draws``) is refitted with
+    ``growth`` times the draws from the same seed, the other fit is kept, until the
+    scope is decisive, ``max_looks`` looks were taken, or ``wall_seconds`` is spent."""
 
     wall_seconds: float = Field(900, gt=0)
-    max_looks: int = Field(3, ge=1, le=10)
+    max_looks: int = Field(4, ge=1, le=10)
     growth: float = Field(2.0, ge=1.0, le=10.0)
     memory_mb: int = Field(4096, ge=256, le=65536)
 

@@ -76,3 +76,22 @@ def test_tiny_budget_is_inconclusive_and_says_why():
         assert scope["verdict"] == "inconclusive"
         assert "failed its gates" in scope["reason"] and "ESS of" in scope["reason"]
         assert len(scope["looks"]) == 1  # max_looks = 1: no second look was taken
+
+
+def test_another_look_refits_only_the_fit_that_needs_more_draws():
+    """LazyPPL is run far too short (fails its ESS gate), PyMC is not: the second look
+    doubles LazyPPL's draws and keeps the PyMC fit."""
+    short = AuditSettings.model_validate({
+        "lazyppl": {"warmup": 2000, "draws": 200, "thin": 4},
+        "budget": {"max_looks": 2},
+    })
+    request = _request(settings=short)
+    request = AuditRequest(**{**request.__dict__, "scopes": {"full": request.scopes["full"]}})
+    evidence, fits = run_audit(request)
+    looks = evidence["scopes"]["full"]["looks"]
+    assert "lazyppl failed its gates" in looks[0]["reason"] and "pymc failed" not in looks[0]["reason"]
+    assert looks[0]["refitted"] == ["pymc", "lazyppl"]
+    assert len(looks) == 2 and looks[1]["refitted"] == ["lazyppl"]
+    assert (looks[1]["pymc_draws"], looks[1]["lazyppl_draws"]) == (1000, 400)
+    assert fits[("full", "pymc", 2)] is fits[("full", "pymc", 1)]
+    assert fits[("full", "lazyppl", 2)].n_draws == 400

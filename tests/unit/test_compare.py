@@ -105,6 +105,26 @@ def test_only_ess_and_rhat_shortfalls_are_curable_by_more_draws():
     assert not curable_by_more_draws(gate_failures({"mu": stuck}, 0, RULE), max_rhat=1.47)
 
 
+def test_the_fit_with_the_larger_monte_carlo_error_is_the_one_run_longer():
+    from workers.compare import ScopeComparison, sides_needing_draws
+
+    def scope(cand, base, cand_gates=(), base_gates=()):
+        row = compare_summaries("mu", cand, base, RULE)
+        return ScopeComparison(row.verdict, "", tuple(cand_gates), tuple(base_gates), (row,))
+
+    noisy, precise = S(mean=0.1, mcse_mean=0.05, mcse_sd=0.01), S(mcse_mean=0.005, mcse_sd=0.001)
+    assert scope(noisy, precise).verdict == INCONCLUSIVE
+    assert sides_needing_draws(scope(noisy, precise), RULE) == (True, False)
+    assert sides_needing_draws(scope(precise, noisy), RULE) == (False, True)
+    # equal errors: both; a failed gate decides by itself
+    assert sides_needing_draws(scope(noisy, noisy), RULE) == (True, True)
+    assert sides_needing_draws(scope(precise, noisy, cand_gates=["bulk ESS of mu 90 < 400"]), RULE) == (True, False)
+    # the SD's relative error counts too: precise mean, noisy SD on the baseline
+    sd_noisy = S(mcse_mean=0.001, mcse_sd=0.2)
+    assert scope(precise, sd_noisy).verdict == INCONCLUSIVE
+    assert sides_needing_draws(scope(precise, sd_noisy), RULE) == (False, True)
+
+
 def test_pair_verdict():
     assert pair_verdict({"a": AGREE, "b": AGREE}) == AGREE
     assert pair_verdict({"a": AGREE, "b": INCONCLUSIVE}) == INCONCLUSIVE
