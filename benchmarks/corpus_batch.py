@@ -1,6 +1,7 @@
 """Audit the whole shipped posteriordb corpus and write the JSON report under reports/.
 
     .venv/bin/python benchmarks/corpus_batch.py [--posteriors a,b] [--out reports/corpus.json]
+    .venv/bin/python benchmarks/corpus_batch.py --markdown reports/corpus.json   # table only
 
 Uses the local pipeline (no servers) with the product's default settings and a SQLite
 database of its own (reports/corpus.sqlite3, not committed), so an interrupted run
@@ -26,7 +27,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--posteriors", help="comma-separated names (default: every translation)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "corpus.json")
+    ap.add_argument("--markdown", type=Path, metavar="REPORT",
+                    help="print a Markdown table of an existing report and exit")
     args = ap.parse_args()
+    if args.markdown:
+        print(markdown_table(json.loads(args.markdown.read_text())))
+        return
     os.environ.setdefault("PPL_AUDIT_DATABASE_URL", f"sqlite:///{ROOT / 'reports' / 'corpus.sqlite3'}")
 
     from corpus.loader import list_posteriors
@@ -46,6 +52,18 @@ def main() -> None:
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print_batch(Console(width=120), report)
     print(f"report written to {args.out}")
+
+
+def markdown_table(report: dict) -> str:
+    """One row per posterior: pair verdict, scope verdicts, reference checks, seconds."""
+    rows = ["| posterior | verdict | visible | full | PyMC↔ref | LazyPPL↔ref | s |",
+            "|---|---|---|---|---|---|---|"]
+    for p in report["posteriors"]:
+        sc, ref = p["scopes"], p["reference"]
+        rows.append(f"| {p['posterior']} | {p['verdict']} | {sc.get('visible', {}).get('verdict', '')}"
+                    f" | {sc.get('full', {}).get('verdict', '')} | {ref.get('pymc_vs_reference')}"
+                    f" | {ref.get('lazyppl_vs_reference')} | {p['seconds']:.0f} |")
+    return "\n".join(rows)
 
 
 if __name__ == "__main__":

@@ -75,7 +75,9 @@ def batch_detail(session, b: Batch) -> dict:
         "pending_posteriors": [n for n in b.posteriors if n not in {a.posterior for a in audits}],
         "audits": [{**audit_summary(a),
                     "scope_verdicts": _ordered_verdicts(a),
-                    "reference_verdict": _reference_verdict(a.evidence)} for a in audits],
+                    "reference_verdict": _reference_verdict(a.evidence),
+                    "lazyppl_reference_verdict": _reference_verdict(a.evidence, "lazyppl_vs_reference"),
+                    "lazyppl_vs_pymc": _lazyppl_vs_pymc(a)} for a in audits],
         "url": f"{API}/batches/{b.id}", "page": f"/batches/{b.id}",
     }
 
@@ -88,13 +90,23 @@ def _ordered_verdicts(a: Audit) -> dict | None:
     return {sc.scope: verdicts[sc.scope] for sc in a.scopes if sc.scope in verdicts}
 
 
-def _reference_verdict(evidence: dict | None) -> str | None:
-    """Did the PyMC fit on ``full`` agree with posteriordb's reference draws?"""
+def _reference_verdict(evidence: dict | None, pair: str = "pymc_vs_reference") -> str | None:
+    """Did the PyMC (or LazyPPL) fit on ``full`` agree with posteriordb's reference draws?"""
     for scope in ((evidence or {}).get("scopes") or {}).values():
-        block = (scope.get("reference") or {}).get("pymc_vs_reference")
+        block = (scope.get("reference") or {}).get(pair)
         if block:
             return block.get("verdict")
     return None
+
+
+def _lazyppl_vs_pymc(a: Audit) -> dict | None:
+    """The LazyPPL↔PyMC comparison's own verdict per scope (the scope verdict differs
+    when PyMC failed its reference check and cannot serve as baseline)."""
+    scopes = (a.evidence or {}).get("scopes")
+    if not scopes:
+        return None
+    return {sc.scope: scopes[sc.scope].get("lazyppl_vs_pymc") for sc in a.scopes
+            if sc.scope in scopes}
 
 
 def _partial_summary(audits) -> dict | None:

@@ -136,6 +136,11 @@ def test_batch_page_with_summary(browser, server, results):
     assert page.locator("text=|d| over all compared parameters").count() == 1
     link = page.locator("a", has_text=POSTERIOR)
     assert link.count() == 1
+    # the four checks: LazyPPL↔PyMC per scope, PyMC↔reference, LazyPPL↔reference
+    headers = page.locator("th").all_inner_texts()
+    assert {"LazyPPL vs PyMC", "PyMC vs reference", "LazyPPL vs reference"} <= set(headers)
+    row = page.locator("tr", has=link).inner_text()
+    assert "visible" in row and "full" in row
     page.screenshot(path=str(ARTIFACTS / "batch-page.png"), full_page=True)
     link.click()
     page.wait_for_load_state()
