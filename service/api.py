@@ -52,6 +52,22 @@ def _plain(errors: list[dict]) -> list[dict]:
              "msg": e.get("msg")} for e in errors]
 
 
+def _mount_api_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs from the installed swagger-ui-bundle, so it works offline."""
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount("/static/swagger-ui", StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return get_swagger_ui_html(openapi_url=app.openapi_url, title="ppl-audit API",
+                                   swagger_js_url="/static/swagger-ui/swagger-ui-bundle.js",
+                                   swagger_css_url="/static/swagger-ui/swagger-ui.css",
+                                   swagger_favicon_url="/static/swagger-ui/favicon-32x32.png")
+
+
 def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = make_engine(settings.database_url)
@@ -64,7 +80,9 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
         title="ppl-audit", version=VERSION,
         description="Do a PyMC program and a LazyPPL program define the same posterior? "
                     "Submit translation pairs and posteriordb batches; read verdicts with evidence.",
+        docs_url=None, redoc_url=None,  # FastAPI's pages load Swagger UI from a CDN
     )
+    _mount_api_docs(app)
     app.state.settings = settings
     app.state.engine = engine
     app.state.sessions = make_session_factory(engine)

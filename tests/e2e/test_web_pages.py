@@ -147,3 +147,13 @@ def test_batch_page_with_summary(browser, server, results):
     assert page.locator("text=posteriordb reference draws").count() >= 1
     page.screenshot(path=str(ARTIFACTS / "batch-audit-page.png"), full_page=True)
     page.close()
+
+
+def test_api_docs_render_without_a_network(browser, server):
+    """/docs serves Swagger UI from the installed package (this machine has no CDN)."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"{server}/docs")
+    page.wait_for_selector(".opblock", timeout=30_000)
+    assert page.locator(".opblock", has_text="/api/v1/audits").count() >= 2
+    page.screenshot(path=str(ARTIFACTS / "api-docs.png"), full_page=False)
+    page.close()

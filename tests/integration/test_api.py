@@ -208,6 +208,13 @@ def test_openapi_lists_the_spec_resources(client):
             "/api/v1/batches/{batch_id}"} <= set(paths)
 
 
+def test_api_docs_use_no_cdn(client):
+    html = client.get("/docs").text
+    assert "/static/swagger-ui/swagger-ui-bundle.js" in html and "cdn" not in html.lower()
+    js = client.get("/static/swagger-ui/swagger-ui-bundle.js")
+    assert js.status_code == 200 and len(js.content) > 100_000
+
+
 def test_an_unreachable_broker_is_503_and_the_audit_says_so(service_settings, auth_headers):
     from fastapi.testclient import TestClient
 

@@ -32,25 +32,8 @@ pytestmark = [
     pytest.mark.skipif(shutil.which("ghc") is None, reason="GHC is not installed"),
 ]
 
-EIGHT_SCHOOLS = """\
-module Model (model) where
-
-import Control.Monad (replicateM)
-import LazyPPL
-import LazyPPL.Distributions
-import LazyPPL.Bridge
-
-model :: Data -> Meas Draw
-model d = do
-  let ys     = reals "y" d
-      sigmas = reals "sigma" d
-  mu         <- sample (normal 0 5)
-  tau        <- sample (abs <$> cauchy 0 5)          -- half-Cauchy
-  thetaTrans <- replicateM (int "J" d) (sample (normal 0 1))
-  let theta = [mu + tau * t | t <- thetaTrans]
-  sequence_ [score (normalPdf th s y) | (th, s, y) <- zip3 theta sigmas ys]
-  return (draw [scalar "mu" mu, scalar "tau" tau, vector "theta" theta])
-"""
+# the SPEC §2.2 example, as the end-to-end tests use it
+EIGHT_SCHOOLS = (Path(__file__).resolve().parents[1] / "fixtures" / "eight_schools" / "Model.hs").read_text()
 DATA = {"J": 8, "y": [28, 8, -3, 7, -1, 1, 18, 12], "sigma": [15, 10, 16, 11, 9, 11, 10, 18]}
 LIMITS = Limits(cpu_seconds=120, memory_mb=1024, wall_seconds=120)
 SMALL = dict(chains=2, warmup=100, draws=50, thin=1, kernel="default")

@@ -1,30 +1,15 @@
 """The LazyPPL source lint (no GHC needed): what it refuses, where, and what it lets by."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from haskell_bridge.lint import lint, normalise_source
 from workers.errors import ProgramRefused
 
-EIGHT_SCHOOLS = """\
-module Model (model) where
-
-import Control.Monad (replicateM)
-import LazyPPL
-import LazyPPL.Distributions
-import LazyPPL.Bridge
-
-model :: Data -> Meas Draw
-model d = do
-  let ys     = reals "y" d
-      sigmas = reals "sigma" d
-  mu         <- sample (normal 0 5)
-  tau        <- sample (abs <$> cauchy 0 5)          -- half-Cauchy
-  thetaTrans <- replicateM (int "J" d) (sample (normal 0 1))
-  let theta = [mu + tau * t | t <- thetaTrans]
-  sequence_ [score (normalPdf th s y) | (th, s, y) <- zip3 theta sigmas ys]
-  return (draw [scalar "mu" mu, scalar "tau" tau, vector "theta" theta])
-"""
+# the SPEC §2.2 example, as the end-to-end tests use it
+EIGHT_SCHOOLS = (Path(__file__).resolve().parents[1] / "fixtures" / "eight_schools" / "Model.hs").read_text()
 
 HEADER = "module Model (model) where\n"
 
