@@ -74,7 +74,7 @@ def batch_detail(session, b: Batch) -> dict:
         "summary_so_far": None if b.summary else _partial_summary(audits),
         "pending_posteriors": [n for n in b.posteriors if n not in {a.posterior for a in audits}],
         "audits": [{**audit_summary(a),
-                    "scope_verdicts": _ordered_verdicts(a),
+                    "scope_verdicts": _in_scope_order(a, (a.evidence or {}).get("scope_verdicts")),
                     "reference_verdict": _reference_verdict(a.evidence),
                     "lazyppl_reference_verdict": _reference_verdict(a.evidence, "lazyppl_vs_reference"),
                     "lazyppl_vs_pymc": _lazyppl_vs_pymc(a)} for a in audits],
@@ -82,12 +82,11 @@ def batch_detail(session, b: Batch) -> dict:
     }
 
 
-def _ordered_verdicts(a: Audit) -> dict | None:
-    """Scope verdicts in submission order (JSONB does not keep key order)."""
-    verdicts = (a.evidence or {}).get("scope_verdicts")
-    if not verdicts:
-        return verdicts
-    return {sc.scope: verdicts[sc.scope] for sc in a.scopes if sc.scope in verdicts}
+def _in_scope_order(a: Audit, values: dict | None) -> dict | None:
+    """A per-scope dict in submission order (JSONB does not keep key order)."""
+    if not values:
+        return values
+    return {sc.scope: values[sc.scope] for sc in a.scopes if sc.scope in values}
 
 
 def _reference_verdict(evidence: dict | None, pair: str = "pymc_vs_reference") -> str | None:
@@ -102,11 +101,9 @@ def _reference_verdict(evidence: dict | None, pair: str = "pymc_vs_reference") -
 def _lazyppl_vs_pymc(a: Audit) -> dict | None:
     """The LazyPPL↔PyMC comparison's own verdict per scope (the scope verdict differs
     when PyMC failed its reference check and cannot serve as baseline)."""
-    scopes = (a.evidence or {}).get("scopes")
-    if not scopes:
-        return None
-    return {sc.scope: scopes[sc.scope].get("lazyppl_vs_pymc") for sc in a.scopes
-            if sc.scope in scopes}
+    scopes = (a.evidence or {}).get("scopes") or {}
+    return _in_scope_order(a, {name: ev.get("lazyppl_vs_pymc") for name, ev in scopes.items()}
+                           or None)
 
 
 def _partial_summary(audits) -> dict | None:

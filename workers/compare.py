@@ -126,18 +126,25 @@ def intervals(candidate: Summary, baseline: Summary, k: float) -> tuple[float, t
 
 def interval_verdict(d_interval, r_interval, rule: Rule) -> str:
     """The rule on already computed intervals; NaN intervals are inconclusive."""
-    d_lo, d_hi = d_interval
-    r_lo, r_hi = r_interval
-    if not _finite(d_lo, d_hi, r_lo, r_hi):
+    if not _finite(*d_interval, *r_interval):
         return INCONCLUSIVE
-    lo, hi = rule.sd_ratio_band
-    d_in = -rule.delta <= d_lo and d_hi <= rule.delta
-    r_in = lo <= r_lo and r_hi <= hi
-    if d_in and r_in:
+    d_state, r_state = interval_states(d_interval, r_interval, rule)
+    if d_state == r_state == "in":
         return AGREE
-    d_out = d_hi < -rule.delta or d_lo > rule.delta
-    r_out = r_hi < lo or r_lo > hi
-    return DISAGREE if (d_out or r_out) else INCONCLUSIVE
+    return DISAGREE if "out" in (d_state, r_state) else INCONCLUSIVE
+
+
+def interval_states(d_interval, r_interval, rule: Rule) -> tuple[str, str]:
+    """Where D lies against [−δ, δ] and R against the SD-ratio band: ``"in"`` (wholly
+    inside, ends included), ``"out"`` (wholly outside) or ``"open"`` (straddling)."""
+    lo, hi = rule.sd_ratio_band
+
+    def state(low: float, high: float, a: float, b: float) -> str:
+        if a <= low and high <= b:
+            return "in"
+        return "out" if (high < a or low > b) else "open"
+
+    return state(*d_interval, -rule.delta, rule.delta), state(*r_interval, lo, hi)
 
 
 def compare_summaries(name: str, candidate: Summary, baseline: Summary, rule: Rule) -> Comparison:
@@ -186,7 +193,6 @@ def sides_needing_draws(result: "ScopeComparison", rule: Rule) -> tuple[bool, bo
     if result.candidate_gates or result.baseline_gates:
         return bool(result.candidate_gates), bool(result.baseline_gates)
     cand = base = False
-    lo, hi = rule.sd_ratio_band
     for c in result.comparisons:
         if c.verdict != INCONCLUSIVE:
             continue
@@ -195,15 +201,11 @@ def sides_needing_draws(result: "ScopeComparison", rule: Rule) -> tuple[bool, bo
         rel_b = b.mcse_sd / b.sd if b.sd > 0 else math.inf
         if not _finite(a.mcse_mean, b.mcse_mean, rel_a, rel_b, *c.d_interval, *c.r_interval):
             return True, True
-        d_lo, d_hi = c.d_interval
-        r_lo, r_hi = c.r_interval
-        d_open = not (-rule.delta <= d_lo and d_hi <= rule.delta) and not (
-            d_hi < -rule.delta or d_lo > rule.delta)
-        r_open = not (lo <= r_lo and r_hi <= hi) and not (r_hi < lo or r_lo > hi)
-        if d_open:
+        d_state, r_state = interval_states(c.d_interval, c.r_interval, rule)
+        if d_state == "open":
             cand |= a.mcse_mean >= b.mcse_mean
             base |= b.mcse_mean >= a.mcse_mean
-        if r_open:
+        if r_state == "open":
             cand |= rel_a >= rel_b
             base |= rel_b >= rel_a
     return (cand, base) if (cand or base) else (True, True)

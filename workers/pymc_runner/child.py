@@ -18,8 +18,8 @@ Output on success (exit 0), in the working directory:
   (``{"names": {"v0": "mu", ...}, "reportable": [...], "shapes": {...},
   "stats": {divergences, per-chain sampler statistics}, "timings": {seconds},
   "versions": {...}, "backend": ..., "target_accept": ...}``);
-- ``summary.json``: ``{"attempts": [{"target_accept", "divergences", ...} or
-  {"target_accept", "skipped"}]}``.
+- ``summary.json``: ``{"skipped": null}``, or ``{"skipped": {"target_accept", "skipped"}}``
+  when a retry was skipped for lack of time.
 
 On a failure of the program (exit 3) or memory exhaustion (exit 4): one line
 ``ppl-audit: <message>`` on stderr and ``error.json`` with ``{"stage", "message", "line"}``
@@ -187,7 +187,7 @@ def run(job: dict, workdir: Path) -> None:
     accepts = [float(a) for a in job.get("target_accepts") or [job["target_accept"]]]
     wall = job.get("wall_seconds")
     min_share = float(job.get("min_retry_share", 0.0))
-    attempts: list[dict] = []
+    skipped = None
     try:
         run_one = backends.sampler(model, job)
     except MemoryError as exc:
@@ -198,7 +198,7 @@ def run(job: dict, workdir: Path) -> None:
     keys = {f"v{i}": name for i, name in enumerate(names)}
     for number, accept in enumerate(accepts):
         if number and wall and wall - (time.perf_counter() - started) < min_share * wall:
-            attempts.append({"target_accept": accept, "skipped": "wall-clock budget spent"})
+            skipped = {"target_accept": accept, "skipped": "wall-clock budget spent"}
             break
         try:
             sampled = run_one(accept)
@@ -227,12 +227,10 @@ def run(job: dict, workdir: Path) -> None:
         _publish(workdir / attempt_file(number, "npz"),
                  lambda f: np.savez(f, **{key: arrays[name] for key, name in keys.items()}))
         _publish(workdir / attempt_file(number, "json"), lambda f: f.write(json.dumps(summary).encode()))
-        attempts.append({"target_accept": accept, "number": number,
-                         "divergences": stats["divergences"], "timings": summary["timings"]})
         if stats["divergences"] == 0:
             break
         timings = {"import": 0.0, "build": 0.0}
-    (workdir / SUMMARY_FILE).write_text(json.dumps({"attempts": attempts}))
+    (workdir / SUMMARY_FILE).write_text(json.dumps({"skipped": skipped}))
 
 
 def _publish(path: Path, write) -> None:

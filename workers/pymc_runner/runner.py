@@ -168,20 +168,23 @@ def _run_child(job: dict, limits: sandbox.Limits) -> tuple[dict, dict, list[dict
         process = {"wall_seconds": round(done.wall_seconds, 3),
                    "cpu_seconds": round(done.cpu_seconds, 3),
                    "max_rss_mb": round(done.max_rss_mb, 1)}
-        finished = sorted(int(p.stem.split("-")[1]) for p in workdir.glob("attempt-*.json"))
+        finished = {int(p.stem.split("-")[1]): json.loads(p.read_text())
+                    for p in workdir.glob("attempt-*.json")}
+        attempts = [{"target_accept": finished[n]["target_accept"], "number": n,
+                     "divergences": finished[n]["stats"]["divergences"],
+                     "timings": finished[n]["timings"]} for n in sorted(finished)]
         try:
             _raise_for_failure(done, workdir, limits)
-            attempts = json.loads((workdir / SUMMARY_FILE).read_text())["attempts"]
+            skipped = json.loads((workdir / SUMMARY_FILE).read_text())["skipped"]
+            attempts += [skipped] if skipped else []
         except ResourceLimit as exc:
             if not finished:
                 raise
-            attempts = [_attempt_entry(workdir, n) for n in finished]
             attempts.append({"target_accept": job["target_accepts"][len(finished)]
                              if len(finished) < len(job["target_accepts"]) else None,
                              "error": exc.to_dict()})
-        done_attempts = [a for a in attempts if "divergences" in a]
-        chosen = min(reversed(done_attempts), key=lambda a: a["divergences"])
-        summary = json.loads((workdir / attempt_file(chosen["number"], "json")).read_text())
+        chosen = min(reversed(attempts[:len(finished)]), key=lambda a: a["divergences"])
+        summary = finished[chosen["number"]]
         with np.load(workdir / attempt_file(chosen["number"], "npz"), allow_pickle=False) as npz:
             arrays = {summary["names"][key]: np.asarray(npz[key], dtype=np.float64)
                       for key in summary["names"]}
@@ -193,12 +196,6 @@ def _run_child(job: dict, limits: sandbox.Limits) -> tuple[dict, dict, list[dict
                                       f"({job['chains']}, {job['draws']}, ...)",
                                       language=LANGUAGE)
     return summary, arrays, attempts, process
-
-
-def _attempt_entry(workdir: Path, number: int) -> dict:
-    summary = json.loads((workdir / attempt_file(number, "json")).read_text())
-    return {"target_accept": summary["target_accept"], "number": number,
-            "divergences": summary["stats"]["divergences"], "timings": summary["timings"]}
 
 
 def _raise_for_failure(done: sandbox.Completed, workdir: Path, limits: sandbox.Limits):
