@@ -5,7 +5,7 @@ set -euo pipefail
 need=()
 for p in ghc cabal-install libghc-random-dev libghc-log-domain-dev libghc-math-functions-dev \
          libghc-aeson-dev libghc-vector-dev libghc-hspec-dev libghc-quickcheck2-dev \
-         libghc-splitmix-dev chromium; do
+         libghc-splitmix-dev chromium bubblewrap; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ "${#need[@]}" -gt 0 ]; then
