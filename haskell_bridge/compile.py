@@ -136,8 +136,11 @@ def build_program(source: str, *, limits: sandbox.Limits) -> CompiledProgram:
         binary = link_with_harness(work, build, limits=limits)
         target.parent.mkdir(parents=True, exist_ok=True)
         staged = target.with_name(f"model.{os.getpid()}.tmp")
-        os.replace(binary, staged)  # same file system as target: publish atomically
-        os.replace(staged, target)
+        if binary.is_symlink() or not binary.is_file():
+            raise CompileError("the linker left no program binary", language="lazyppl")
+        shutil.copyfile(binary, staged)  # a file of ours, not the sandbox user's
+        os.chmod(staged, 0o755)
+        os.replace(staged, target)  # publish atomically
     evict_old_programs(build.programs_dir, keep=MAX_CACHED_PROGRAMS)
     seconds = time.monotonic() - started
     log.info("lazyppl program %s: compiled in %.2f s", key, seconds)
@@ -202,14 +205,27 @@ def haskell_process_limits(limits: sandbox.Limits) -> sandbox.Limits:
                           file_size_mb=limits.file_size_mb)
 
 
+#: Most compiler output the parent reads (stdout; stderr keeps its last 256 KB), bytes.
+MAX_COMPILER_OUTPUT = 1 << 20
+
+
+def ghc_view(work: Path, build: LazypplBuild) -> sandbox.View:
+    """What GHC sees: the system (GHC, gcc and Debian's Haskell libraries are in /usr),
+    our library's package database and installed library, and its own working
+    directory; not the compiled programs of other audits."""
+    return sandbox.View(ro=(str(build.package_db), str(build.root / "install")),
+                        rw=(str(work),), cwd=str(work))
+
+
 def _ghc(args: list[str], work: Path, build: LazypplBuild, limits: sandbox.Limits) -> None:
     # -package-env -: never read a .ghc.environment file from the temp dir's ancestors
     # (GHC already skips them under -hide-all-packages; this does not rely on that).
     argv = [ghc_executable(), "+RTS", f"-M{limits.memory_mb}m", "-RTS",
             "-package-env", "-", *args]
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "TMPDIR": str(work),
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(work), "TMPDIR": "/tmp",
            "LANG": "C.UTF-8"}
-    done = sandbox.run(argv, limits=haskell_process_limits(limits), cwd=work, env=env)
+    done = sandbox.run(argv, limits=haskell_process_limits(limits), view=ghc_view(work, build),
+                       env=env, max_stdout_bytes=MAX_COMPILER_OUTPUT)
     if done.returncode == 0:
         return
     stderr = done.stderr.decode("utf-8", "replace")

@@ -19,7 +19,6 @@ import json
 import math
 import os
 import signal
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -65,13 +64,14 @@ def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int
     program = build_program(source, limits=limits)
     rts = rts_options(chains, limits.memory_mb)
     argv = [str(program.path), *rts]
-    with tempfile.TemporaryDirectory(prefix="ppl-audit-run-") as tmp:
-        try:
-            done = sandbox.run(argv, limits=haskell_process_limits(limits), cwd=Path(tmp),
-                               stdin=payload, env={})
-        except ResourceLimit as err:
-            err.details.setdefault("language", "lazyppl")
-            raise
+    view = sandbox.View(ro=(str(program.path),), tmp_mb=64)
+    try:
+        done = sandbox.run(argv, limits=haskell_process_limits(limits), view=view,
+                           stdin=payload, env={},
+                           max_stdout_bytes=max_output_bytes(chains, draws))
+    except ResourceLimit as err:
+        err.details.setdefault("language", "lazyppl")
+        raise
     _raise_for_failure(done, limits)
     output = _decode(done.stdout)
     fit_draws, reportable = _draws_from_output(output, chains)
@@ -89,6 +89,7 @@ def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int
         # max_rss_mb is the sandbox's wait4 figure: an upper bound, since Linux keeps the
         # forking (Python) process's RSS high-water mark across execve.
         stats={"chains": chain_stats, "compile_cached": program.cached,
+               "sandbox": done.sandbox,
                "max_rss_mb": round(done.max_rss_mb, 1),
                "cpu_seconds": round(done.cpu_seconds, 3)},
         timings={"compile": round(program.seconds, 3),
@@ -98,6 +99,22 @@ def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int
                   "lazyppl_build": build.hash, "program": program.key},
         reportable=reportable,
     )
+
+
+#: Most scalars a LazyPPL program may report per draw (the corpus's largest reports
+#: a few hundred); the output cap below is sized by it.
+MAX_SCALARS = 2_000
+#: Bytes of JSON per reported number (``-1.2345678901234567e-100,``) and per draw row.
+_BYTES_PER_NUMBER = 26
+_FIXED_OUTPUT_BYTES = 4 << 20
+
+
+def max_output_bytes(chains: int, draws: int) -> int:
+    """The most harness output an honest run can produce, bytes: every chain's draws of
+    up to :data:`MAX_SCALARS` numbers, plus names, statistics and messages (4 MB).
+    Beyond it the run is stopped (``resource_limit: output``)."""
+    per_draw = MAX_SCALARS * _BYTES_PER_NUMBER
+    return chains * draws * per_draw + MAX_SCALARS * 64 + _FIXED_OUTPUT_BYTES
 
 
 def rts_options(chains: int, memory_mb: int) -> list[str]:

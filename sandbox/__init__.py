@@ -1,15 +1,19 @@
-"""Run untrusted work in a resource-limited subprocess.
+"""Run untrusted work: the OS boundary first, then resource limits.
 
-Layers, innermost first (after openedx/codejail): the child is given rlimits before it
-execs (CPU seconds, address space, file size, no core dumps), a new session so that the
-whole process group can be killed, only the environment the caller passes, a working
-directory the caller owns, and a fresh network namespace with no interfaces where the
-kernel lets us create one. The parent enforces the wall-clock limit. Failures of the
-limits are raised as :class:`workers.errors.ResourceLimit`; any other exit is returned
-to the caller, who knows what its program prints.
+Layers, outermost first (after Flatpak's bubblewrap and openedx/codejail):
+``isolation`` puts the process under bubblewrap as uid 65534 in new user, PID, IPC,
+UTS, cgroup and network namespaces, seeing only the host paths its caller names (read
+only, or its own output directory writable) and a size-capped private /tmp, dying with
+its parent; ``process`` gives it rlimits before it execs (CPU seconds, address space,
+file size, processes, no core dumps), feeds its stdin, bounds what the parent reads of
+its output, enforces the wall clock and reaps it. If the OS layer cannot be set up,
+nothing runs (:class:`workers.errors.SandboxUnavailable`). Threat model:
+docs/SECURITY.md.
 """
 from __future__ import annotations
 
+from sandbox.isolation import View, check_available, mode
 from sandbox.process import Completed, Limits, network_isolation_available, run
 
-__all__ = ["Completed", "Limits", "network_isolation_available", "run"]
+__all__ = ["Completed", "Limits", "View", "check_available", "mode",
+           "network_isolation_available", "run"]

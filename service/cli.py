@@ -7,6 +7,7 @@
     ppl-audit token create NAME                 prints a new API token once
     ppl-audit token list | token revoke NAME
     ppl-audit db upgrade                        Alembic migrations to head
+    ppl-audit warm-cache                        compile our own programs into the shared cache
 """
 from __future__ import annotations
 
@@ -40,8 +41,44 @@ def _serve(args) -> int:
     return 0
 
 
+#: Our own shipped programs whose compiled PyTensor/numba pieces seed the shared cache.
+WARM_PROGRAMS = ("eight_schools-eight_schools_noncentered", "kidiq-kidscore_momiq",
+                 "eight_schools-eight_schools_centered")
+
+
+def _warm_cache(args) -> int:
+    """Fit our shipped programs once (trusted) so their compiled ops join the shared
+    compile cache that every sandboxed fit gets a private copy of."""
+    import sandbox
+    from corpus.loader import TRANSLATIONS_DIR, load_data
+    from workers.pymc_runner.runner import warm_shared_cache
+
+    sandbox.check_available()
+    programs = {name: ((TRANSLATIONS_DIR / name / "model.py").read_text(), load_data(name))
+                for name in WARM_PROGRAMS}
+    for name, seconds in warm_shared_cache(programs).items():
+        print(f"warm-cache: {name} compiled in {seconds:.1f} s")
+    return 0
+
+
+def _refuse_without_sandbox() -> None:
+    """Fail closed: a worker that cannot sandbox programs must not take any."""
+    import sandbox
+    from workers.errors import SandboxUnavailable
+
+    try:
+        sandbox.check_available()
+    except SandboxUnavailable as err:
+        print(f"ppl-audit worker: refusing to start: {err}", file=sys.stderr)
+        raise SystemExit(3) from None
+    if sandbox.mode() == "none":
+        print("ppl-audit worker: WARNING: PPL_AUDIT_SANDBOX=none, untrusted programs run "
+              "WITHOUT the OS sandbox (trusted local use only)", file=sys.stderr)
+
+
 def _worker(args) -> int:
     _settings()
+    _refuse_without_sandbox()
     from workers.celery_app import app
 
     argv = ["worker", "--pool=prefork", f"--concurrency={args.concurrency}",
@@ -152,6 +189,10 @@ def build_parser(local_arguments: bool = True) -> argparse.ArgumentParser:
     w.add_argument("--hostname", help="Celery node name, e.g. w1@%%h")
     w.add_argument("--log-level", default="INFO")
     w.set_defaults(func=_worker)
+
+    wc = sub.add_parser("warm-cache", help="compile our shipped programs into the shared "
+                        "PyTensor cache (trusted; sandboxed fits get a private copy)")
+    wc.set_defaults(func=_warm_cache)
 
     t = sub.add_parser("token", help="API tokens")
     tsub = t.add_subparsers(dest="token_command", required=True)

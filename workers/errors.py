@@ -59,6 +59,16 @@ class ProgramRuntimeError(AuditError):
 
 
 class ResourceLimit(AuditError):
-    """A resource limit stopped the program. details: limit in {timeout, memory, cpu}."""
+    """A resource limit stopped the program. details: limit in {timeout, memory, cpu, output}."""
 
     code = "resource_limit"
+
+
+class SandboxUnavailable(AuditError):
+    """The OS sandbox could not be set up, so no untrusted program was run (fail closed).
+
+    An operator problem (bubblewrap missing, user namespaces switched off), reported as
+    the audit's ``error`` with the reason; ``ppl-audit worker`` refuses to start on it.
+    """
+
+    code = "sandbox_unavailable"

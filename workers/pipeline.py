@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from sandbox import Limits
+from sandbox import mode as sandbox_mode
 from workers import compare
 from workers.errors import AuditError, InvalidRequest, ResourceLimit
 from workers.fit import Fit, base_name
@@ -345,6 +346,8 @@ def finish_audit(request_meta: dict, scopes: dict[str, dict], settings: AuditSet
         "scopes": scopes,
         "settings": settings.model_dump(mode="json"),
         "versions": versions,
+        # "none" only when an operator switched the OS sandbox off (trusted local use)
+        "sandbox": sandbox_mode(),
         "timings": {"scopes_seconds": {n: ev.get("seconds") for n, ev in scopes.items()}},
     })
 
@@ -353,7 +356,7 @@ def error_audit(request_meta: dict, err: AuditError, settings: AuditSettings) ->
     """Evidence of an audit stopped before fitting (refused program, bad request)."""
     return jsonable({**request_meta, "verdict": compare.ERROR, "reason": str(err),
                      "error": err.to_dict(), "scope_verdicts": {}, "scopes": {},
-                     "settings": settings.model_dump(mode="json")})
+                     "settings": settings.model_dump(mode="json"), "sandbox": sandbox_mode()})
 
 
 def run_audit(request: AuditRequest, progress: Progress = _quiet) -> tuple[dict, dict[tuple[str, str, int], Fit]]:

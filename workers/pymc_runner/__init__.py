@@ -2,8 +2,20 @@
 
 ``verify(source)`` is cheap (no PyMC import) and safe in the API process;
 ``fit_pymc(...)`` runs the program only in a sandboxed child process.
+
+The names are resolved on first use (PEP 562): the sandboxed child imports this package
+too, and sees only its own modules, not the parent's (``sandbox``, the runner).
 """
-from workers.pymc_runner.runner import DEFAULT_BACKEND, fit_pymc
-from workers.pymc_runner.verifier import verify
+from __future__ import annotations
 
 __all__ = ["DEFAULT_BACKEND", "fit_pymc", "verify"]
+
+
+def __getattr__(name: str):
+    if name in ("DEFAULT_BACKEND", "fit_pymc"):
+        from workers.pymc_runner import runner
+        return getattr(runner, name)
+    if name == "verify":
+        from workers.pymc_runner.verifier import verify
+        return verify
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

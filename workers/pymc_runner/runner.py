@@ -9,10 +9,12 @@ scalar names.
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
 import os
 import shutil
 import signal
+import stat
 import sys
 import tempfile
 import time
@@ -39,6 +41,10 @@ DEFAULT_MASS_MATRIX = "low_rank"
 DEFAULT_RETRY_TARGET_ACCEPTS = (0.95, 0.99)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 _WORKDIR_PREFIX = "ppl-audit-pymc-"
+# The child reports through files in its working directory; its stdout is only the
+# program's own printing, of which the parent keeps this much.
+_MAX_STDOUT = 1 << 20
+_STDERR_TAIL = 256 * 1024
 # A retry is skipped when less than this share of the wall budget is left.
 _MIN_RETRY_BUDGET = 0.2
 
@@ -49,30 +55,43 @@ def cache_root() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "ppl-audit"
 
 
-def child_environment(workdir: Path) -> dict[str, str]:
+def shared_compile_cache() -> Path:
+    """PyTensor's compile cache shared by all fits, written only by trusted runs.
+
+    Its numba entries are pickles: a program that could write here could make every
+    later audit run its code. So a sandboxed fit gets a private copy of it (in its
+    working directory, discarded after the run) and nothing it compiles comes back;
+    only :func:`warm_shared_cache`, which fits our own shipped programs, adds to it.
+    """
+    return cache_root() / "pymc" / "pytensor-shared"
+
+
+def child_environment(workdir: Path, *, compiledir: Path | None = None) -> dict[str, str]:
     """The whole environment of the child: nothing of the parent's leaks in but BLAS
-    tuning variables the machine's administrator set on purpose."""
-    cache = cache_root() / "pymc"
-    for sub in ("pytensor", "numba", "jax", "matplotlib", "home"):
-        (cache / sub).mkdir(parents=True, exist_ok=True)
+    tuning variables the machine's administrator set on purpose.
+
+    Every cache the child writes (PyTensor, numba, JAX, matplotlib) is under
+    ``workdir``, except PyTensor's ``compiledir`` when given (the shared cache itself, in
+    trusted runs only).
+    """
+    compiledir = compiledir or workdir / "pytensor"
     env = {
         # gcc/g++ for PyTensor's C backend live in /usr/bin
         "PATH": "/usr/local/bin:/usr/bin:/bin",
-        "HOME": str(cache / "home"),
-        "TMPDIR": str(workdir),
+        "HOME": str(workdir / "home"),
+        "TMPDIR": "/tmp" if sandbox.mode() == "bwrap" else str(workdir),
         "LANG": "C.UTF-8",
         "PYTHONPATH": str(_PROJECT_ROOT),
         # Fixed hashing: set iteration order inside graph rewrites cannot vary by run.
         "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
         # numba fastmath lets LLVM reassociate differently in code compiled fresh and
-        # code loaded from the cache: nutpie's draws for one seed then differed between
+        # code loaded from a cache: nutpie's draws for one seed then differed between
         # a cold and a warm cache (kidiq, measured); without it they are identical.
-        "PYTENSOR_FLAGS": f"base_compiledir={cache / 'pytensor'},numba__fastmath=False",
-        "NUMBA_CACHE_DIR": str(cache / "numba"),
-        "MPLCONFIGDIR": str(cache / "matplotlib"),
+        "PYTENSOR_FLAGS": f"base_compiledir={compiledir},numba__fastmath=False",
+        "NUMBA_CACHE_DIR": str(workdir / "numba"),
+        "MPLCONFIGDIR": str(workdir / "matplotlib"),
         "JAX_PLATFORMS": "cpu",
-        "JAX_COMPILATION_CACHE_DIR": str(cache / "jax"),
-        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         # glibc gives every thread its own 64 MB malloc arena reservation; two arenas
         # keep the address space close to real use, so RLIMIT_AS (the memory limit)
         # stays usable for nutpie (2.3 -> 1.9 GB peak on eight schools) and JAX
@@ -87,6 +106,49 @@ def child_environment(workdir: Path) -> dict[str, str]:
         if name in os.environ:
             env[name] = os.environ[name]
     return env
+
+
+def _copy_shared_cache(workdir: Path) -> None:
+    """Give a run its private copy of the shared compile cache (about a megabyte)."""
+    shared = shared_compile_cache()
+    if shared.is_dir():
+        shutil.copytree(shared, workdir / "pytensor", symlinks=False,
+                        ignore=shutil.ignore_patterns("*.lock", ".lock", "lock_dir"))
+
+
+def warm_shared_cache(sources: dict[str, tuple[str, dict]]) -> dict[str, float]:
+    """Fit our own shipped programs (name -> (source, data)) and keep what they compiled
+    in the shared cache. Trusted programs only: never call this with a user's program.
+    Returns the wall seconds per program."""
+    shared = shared_compile_cache()
+    shared.mkdir(parents=True, exist_ok=True)
+    seconds = {}
+    for name, (source, data) in sources.items():
+        started = time.monotonic()
+        fit_pymc(source, data, chains=2, tune=200, draws=100, retry_target_accepts=(),
+                 _trusted_cache=True)
+        seconds[name] = round(time.monotonic() - started, 2)
+    return seconds
+
+
+def _venv_python() -> str:
+    """This interpreter by a path inside the child's view (the virtual environment's own
+    ``bin/python``, found through the real prefix, so a symlinked venv works too)."""
+    return str(Path(os.path.realpath(sys.prefix)) / "bin" / Path(sys.executable).name)
+
+
+def child_view(workdir: Path) -> sandbox.View:
+    """What the PyMC child sees: the interpreter, the virtual environment, the modules of
+    ours it runs (not the checkout), and its own working directory, writable."""
+    prefixes = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)}
+    ours = [_PROJECT_ROOT / "workers" / "__init__.py", _PROJECT_ROOT / "workers" / "errors.py",
+            _PROJECT_ROOT / "workers" / "pymc_runner"]
+    return sandbox.View(ro=(*sorted(prefixes), *(str(p) for p in ours)),
+                        rw=(str(workdir),), tmp_mb=_TMP_MB, cwd=str(workdir))
+
+
+#: Size of the child's private /tmp, MB (its caches are in its working directory).
+_TMP_MB = 256
 
 
 def _available_cores() -> int:
@@ -116,7 +178,8 @@ def fit_pymc(source: str, data: dict, *, chains: int = 4, tune: int = 1000,
              backend: str = DEFAULT_BACKEND, seed: int = 1,
              limits: sandbox.Limits = sandbox.Limits(), cores: int | None = None,
              mass_matrix: str = DEFAULT_MASS_MATRIX,
-             retry_target_accepts: tuple[float, ...] = DEFAULT_RETRY_TARGET_ACCEPTS) -> Fit:
+             retry_target_accepts: tuple[float, ...] = DEFAULT_RETRY_TARGET_ACCEPTS,
+             _trusted_cache: bool = False) -> Fit:
     """Fit a verified PyMC program with NUTS in the sandbox.
 
     If the fit has divergent transitions, it is repeated with each of
@@ -135,7 +198,7 @@ def fit_pymc(source: str, data: dict, *, chains: int = 4, tune: int = 1000,
                                          if t > target_accept]
     job.update(target_accepts=schedule, wall_seconds=float(limits.wall_seconds),
                min_retry_share=_MIN_RETRY_BUDGET)
-    summary, arrays, attempts, process = _run_child(job, limits)
+    summary, arrays, attempts, process = _run_child(job, limits, trusted_cache=_trusted_cache)
     return _make_fit(summary, arrays, job, attempts, process)
 
 
@@ -150,7 +213,24 @@ def _sweep_stale_workdirs(max_age_seconds: float = 86_400) -> None:
             pass
 
 
-def _run_child(job: dict, limits: sandbox.Limits) -> tuple[dict, dict, list[dict], dict]:
+def _read_output(path: Path) -> bytes:
+    """Read a file the child wrote, refusing anything but a regular file of its own:
+    the parent reads as root, and a symlink planted by the program must not make it
+    read a host file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError as err:
+        raise ProgramRuntimeError(f"the PyMC child left an unreadable output file "
+                                  f"{path.name}: {err.strerror}", language=LANGUAGE) from None
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise ProgramRuntimeError(f"{path.name} is not a regular file",
+                                      language=LANGUAGE)
+        return f.read()
+
+
+def _run_child(job: dict, limits: sandbox.Limits, *, trusted_cache: bool = False
+               ) -> tuple[dict, dict, list[dict], dict]:
     """Run the child once (it makes every attempt); return the chosen attempt's summary
     and arrays, the list of attempts and the process figures.
 
@@ -162,20 +242,22 @@ def _run_child(job: dict, limits: sandbox.Limits) -> tuple[dict, dict, list[dict
     workdir = Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
     try:
         (workdir / JOB_FILE).write_text(json.dumps(job))
-        done = sandbox.run([sys.executable, "-m", "workers.pymc_runner.child"],
-                           limits=limits, cwd=workdir, env=child_environment(workdir),
-                           address_space_limit=True)
+        _copy_shared_cache(workdir)
+        done = sandbox.run([_venv_python(), "-m", "workers.pymc_runner.child"],
+                           limits=limits, view=child_view(workdir),
+                           env=child_environment(workdir), address_space_limit=True,
+                           max_stdout_bytes=_MAX_STDOUT, stderr_tail_bytes=_STDERR_TAIL)
         process = {"wall_seconds": round(done.wall_seconds, 3),
                    "cpu_seconds": round(done.cpu_seconds, 3),
-                   "max_rss_mb": round(done.max_rss_mb, 1)}
-        finished = {int(p.stem.split("-")[1]): json.loads(p.read_text())
+                   "max_rss_mb": round(done.max_rss_mb, 1), "sandbox": done.sandbox}
+        finished = {int(p.stem.split("-")[1]): json.loads(_read_output(p))
                     for p in workdir.glob("attempt-*.json")}
         attempts = [{"target_accept": finished[n]["target_accept"], "number": n,
                      "divergences": finished[n]["stats"]["divergences"],
                      "timings": finished[n]["timings"]} for n in sorted(finished)]
         try:
             _raise_for_failure(done, workdir, limits)
-            skipped = json.loads((workdir / SUMMARY_FILE).read_text())["skipped"]
+            skipped = json.loads(_read_output(workdir / SUMMARY_FILE))["skipped"]
             attempts += [skipped] if skipped else []
         except ResourceLimit as exc:
             if not finished:
@@ -185,9 +267,14 @@ def _run_child(job: dict, limits: sandbox.Limits) -> tuple[dict, dict, list[dict
                              "error": exc.to_dict()})
         chosen = min(reversed(attempts[:len(finished)]), key=lambda a: a["divergences"])
         summary = finished[chosen["number"]]
-        with np.load(workdir / attempt_file(chosen["number"], "npz"), allow_pickle=False) as npz:
+        npz_bytes = _read_output(workdir / attempt_file(chosen["number"], "npz"))
+        with np.load(io.BytesIO(npz_bytes), allow_pickle=False) as npz:
             arrays = {summary["names"][key]: np.asarray(npz[key], dtype=np.float64)
                       for key in summary["names"]}
+        if trusted_cache:  # our own program: what it compiled joins the shared cache
+            shutil.copytree(workdir / "pytensor", shared_compile_cache(), symlinks=True,
+                            dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.lock",
+                                                                             "lock_dir"))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     for name, values in arrays.items():
@@ -224,8 +311,8 @@ def _raise_for_failure(done: sandbox.Completed, workdir: Path, limits: sandbox.L
 
 def _reported_error(workdir: Path, stderr: str) -> dict | None:
     try:
-        return json.loads((workdir / ERROR_FILE).read_text())
-    except (OSError, ValueError):
+        return json.loads(_read_output(workdir / ERROR_FILE))
+    except (OSError, ValueError, ProgramRuntimeError):
         lines = [ln for ln in stderr.splitlines() if ln.startswith("ppl-audit: ")]
         return {"stage": "sample", "message": lines[-1][len("ppl-audit: "):]} if lines else None
 
