@@ -95,3 +95,19 @@ def test_another_look_refits_only_the_fit_that_needs_more_draws():
     assert (looks[1]["pymc_draws"], looks[1]["lazyppl_draws"]) == (1000, 400)
     assert fits[("full", "pymc", 2)] is fits[("full", "pymc", 1)]
     assert fits[("full", "lazyppl", 2)].n_draws == 400
+
+
+def test_without_bubblewrap_the_audit_ends_error_and_nothing_runs(monkeypatch, tmp_path):
+    """Fail closed: no OS sandbox, no untrusted program; the verdict says why."""
+    monkeypatch.setenv("PPL_AUDIT_BWRAP", str(tmp_path / "no-such-bwrap"))
+    evidence, fits = run_audit(_request())
+    assert evidence["verdict"] == "error" and not fits
+    for scope in evidence["scopes"].values():
+        assert scope["verdict"] == "error" and "bubblewrap" in scope["reason"]
+
+
+def test_evidence_records_the_sandbox(agreeing):
+    evidence, _ = agreeing
+    assert evidence["sandbox"] == "bwrap"
+    for side in evidence["scopes"]["full"]["fits"].values():
+        assert side["stats"].get("sandbox", side["stats"].get("process", {}).get("sandbox")) == "bwrap"
