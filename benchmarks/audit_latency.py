@@ -5,6 +5,12 @@ only links the already built lazyppl library, so the figure is what a new progra
 not the one-off library build. Warm: the same audit again in that cache.
 
     .venv/bin/python benchmarks/audit_latency.py [--repeat 2]
+    .venv/bin/python benchmarks/audit_latency.py --sandbox-compare [--repeat 5]
+
+``--sandbox-compare`` runs warm audits alternately with the OS sandbox (bubblewrap) and
+with ``PPL_AUDIT_SANDBOX=none`` in the same run and prints both medians and their ratio.
+The shared PyTensor cache (seeded by ``ppl-audit warm-cache``) is the machine's own in
+every mode; it is what a deployed worker has.
 """
 from __future__ import annotations
 
@@ -22,11 +28,11 @@ FIX = ROOT / "tests" / "fixtures" / "eight_schools"
 CACHE = Path(os.environ.get("PPL_AUDIT_CACHE", Path.home() / ".cache" / "ppl-audit"))
 
 
-def audit(cache: Path) -> tuple[float, dict]:
+def audit(cache: Path, sandbox_mode: str = "bwrap") -> tuple[float, dict]:
     cmd = [str(ROOT / ".venv" / "bin" / "ppl-audit"), "audit", "--pymc", str(FIX / "model.py"),
            "--lazyppl", str(FIX / "Model.hs"), "--scope", f"visible={FIX / 'visible.json'}",
            "--scope", f"full={FIX / 'full.json'}", "--json", "--no-save"]
-    env = dict(os.environ, PPL_AUDIT_CACHE=str(cache))
+    env = dict(os.environ, PPL_AUDIT_CACHE=str(cache), PPL_AUDIT_SANDBOX=sandbox_mode)
     t0 = time.monotonic()
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
     return time.monotonic() - t0, json.loads(out)
@@ -45,7 +51,12 @@ def describe(label: str, wall: float, ev: dict) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=2, help="warm runs")
+    ap.add_argument("--sandbox-compare", action="store_true",
+                    help="warm audits with and without the OS sandbox, alternately")
     args = ap.parse_args()
+    if args.sandbox_compare:
+        sandbox_compare(args.repeat)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp)
         for build in CACHE.glob("lazyppl-*"):
@@ -54,12 +65,33 @@ def main() -> None:
             for part in build.iterdir():
                 if part.name != "programs":
                     (cache / build.name / part.name).symlink_to(part)
+        shared = CACHE / "pymc" / "pytensor-shared"  # seeded by setup, as on a worker
+        if shared.is_dir():
+            (cache / "pymc").mkdir()
+            (cache / "pymc" / "pytensor-shared").symlink_to(shared)
         wall, ev = audit(cache)
         describe("cold", wall, ev)
         for _ in range(args.repeat):
             wall, ev = audit(cache)
             describe("warm", wall, ev)
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} cores")
+
+
+def sandbox_compare(repeat: int) -> None:
+    import statistics
+
+    audit(CACHE)  # compiled LazyPPL binaries in place: both modes run warm
+    walls: dict[str, list[float]] = {"bwrap": [], "none": []}
+    for _ in range(repeat):
+        for mode in ("bwrap", "none"):
+            wall, ev = audit(CACHE, mode)
+            assert ev["sandbox"] == mode and ev["verdict"] == "agree", ev["reason"]
+            walls[mode].append(wall)
+            print(f"{mode:>5}: {wall:6.2f} s wall, verdict {ev['verdict']}", flush=True)
+    med = {m: statistics.median(w) for m, w in walls.items()}
+    print(f"median over {repeat}: bwrap {med['bwrap']:.2f} s, none {med['none']:.2f} s, "
+          f"sandbox / none = {med['bwrap'] / med['none']:.3f}")
+    print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":
