@@ -365,6 +365,16 @@ ATTACKS = [
         "def lik(v):\n    pm.Normal('y', 0, 1, observed=v)\nlik(np.ones(2))"), 6, "observed"),
     ("F1 helper default", program(
         "def lik(v=1.0):\n    pm.Normal('y', 0, 1, observed=v)\nlik()"), 6, "observed"),
+    ("F1 helpers deriving each other in a cycle", program(
+        "def f():\n    return 3.0 if True else g()\ndef g():\n    return f()\n"
+        "pm.Normal('y', 0, 1, observed=f())"), 9, "observed"),
+    ("F1 lambda parameter", program(
+        "lik = lambda v: pm.Normal('y', 0, 1, observed=v)\nlik(data['y'])"), 5, "observed"),
+    ("F1 helper passed around", program(
+        "def lik(v):\n    pm.Normal('y', 0, 1, observed=v)\nlist(map(lik, [3.0]))"), 6,
+     "observed"),
+    ("F1 helper called with *args", program(
+        "def lik(v):\n    pm.Normal('y', 0, 1, observed=v)\nlik(*[3.0])"), 6, "observed"),
     # F2
     ("F2 total_size", program(
         "pm.Normal('y', 0, 1, observed=data['y'], total_size=100 * len(data['y']))"), 5,
@@ -414,3 +424,18 @@ def test_the_profile_is_extensible_by_tables():
     with pytest.raises(ProgramRefused):
         verify(source)
     assert "Potential" not in profile.STRICT.modules["pymc"]
+
+
+def test_the_data_flow_is_linear_on_a_maximal_program():
+    """It runs in the API process on untrusted sources: a 200 000-character chain of
+    bindings whose last link is a constant is refused in well under a second or two."""
+    import time
+
+    n = 11_000
+    body = "".join(f"x{i} = x{i + 1}\n" for i in range(n))
+    source = program(body + f"x{n} = data\nx{n} = 3.0\npm.Normal('y', 0, 1, observed=x0)")
+    assert len(source) < profile.MAX_SOURCE_CHARS
+    started = time.perf_counter()
+    with pytest.raises(ProgramRefused, match="observed=x0"):
+        verify(source)
+    assert time.perf_counter() - started < 5.0

@@ -5,15 +5,19 @@ Forgery F1 of issue 9: ``pm.Bernoulli("x", logit_p=f(mu), observed=1)`` adds the
 profile therefore requires every ``observed=`` value to be derived from the ``data``
 argument of ``model``.
 
-"Derived" is a *must* property computed as a greatest fixpoint: a name is derived only
-if **every** binding of it in its scope is (``y = data["y"]; y = 3.0`` makes ``y`` not
-derived); an expression is derived if it reads a derived name (a helper function counts as derived when its
-body reads one, e.g. ``data`` from the enclosing ``model``); a helper function's
-parameter is derived only if every call of the helper passes a derived argument for it
-(a helper used other than by calling it, or never called, keeps its parameters derived:
-its observed values are then checked where it is called, or never run). This is a
-syntactic rule: ``observed=0 * len(data) + 3.0`` reads ``data`` and passes; it catches
-literals, constants, ``pm.Data`` of constants and values computed only from them.
+"Derived" is a *must* property: a name is derived only if **every** binding of it in
+its scope is (``y = data["y"]; y = 3.0`` makes ``y`` not derived) and it depends on
+``data`` through some chain of bindings (so helpers calling each other in a cycle are
+not derived by themselves). An expression is derived if it reads a derived name; a
+helper function counts as derived when its body reads one (``data`` from the enclosing
+``model``, a closure); a helper's parameter is derived only if every call of the helper
+passes a derived argument for it, written out (a default, ``*args``, a helper passed
+around as a value or never called, and lambda parameters are not derived).
+
+This is a syntactic rule: ``observed=0 * len(data) + 3.0`` reads ``data`` and passes; it
+catches literals, constants, ``pm.Data`` of constants and values computed only from them.
+It runs in time linear in the program's size (a counting worklist, not repeated sweeps),
+because it runs in the API process on untrusted sources.
 """
 from __future__ import annotations
 
@@ -40,8 +44,7 @@ class DataFlow:
         self._assign_scopes(tree, tree)
         self._collect(tree)
         self._link_calls(tree)
-        self.derived_names = {key: True for key in self.bindings}
-        self._solve()
+        self.derived_names = self._solve()
 
     # -- scopes and bindings -----------------------------------------------------------
     def _assign_scopes(self, node: ast.AST, scope: ast.AST) -> None:
@@ -140,48 +143,82 @@ class DataFlow:
         return self.functions.get(key) if key is not None else None
 
     # -- the fixpoint -------------------------------------------------------------------
-    def _solve(self) -> None:
-        changed = True
-        while changed:
-            changed = False
-            for key, sources in self.bindings.items():
-                if self.derived_names[key] and not all(map(self._source, sources)):
-                    self.derived_names[key] = False
-                    changed = True
-
-    def _source(self, source) -> bool:
+    def _atoms(self, source) -> list:
+        """A binding source as atoms, each True, False or the set of keys it reads (true
+        when one of them is derived); the source is derived when all its atoms are."""
         if source is None:
-            return False
+            return [False]
         if isinstance(source, tuple) and source[0] == "function":
             # a helper's result is derived if its body reads derived names (closures)
-            return any(self.derived(statement) for statement in source[1].body)
+            return [set().union(*(self._reads(statement) for statement in source[1].body))]
         if isinstance(source, tuple):
-            return self._param(*source[1:])
-        return self.derived(source)
+            _, func, index, name = source
+            if isinstance(func, ast.FunctionDef) and self.data_params.get(func) == name:
+                return [True]
+            if isinstance(func, ast.Lambda) or func in self.escaped or not self.calls[func]:
+                return [False]
+            return [self._argument(call, index, name) for call in self.calls[func]]
+        return [self._reads(source)]
 
-    def _param(self, func, index: int | None, name: str) -> bool:
-        if isinstance(func, ast.FunctionDef) and self.data_params.get(func) == name:
-            return True
-        if isinstance(func, ast.Lambda) or func in self.escaped or not self.calls[func]:
-            return True
-        return all(self._argument(call, func, index, name) for call in self.calls[func])
-
-    def _argument(self, call: ast.Call, func: ast.FunctionDef, index, name) -> bool:
+    def _argument(self, call: ast.Call, index: int | None, name: str):
         if any(isinstance(a, ast.Starred) for a in call.args) or any(
                 k.arg is None for k in call.keywords):
-            return True  # cannot map arguments to parameters: leave it to the caller
+            return False  # arguments cannot be matched to parameters
         if index is not None and index < len(call.args):
-            return self.derived(call.args[index])
+            return self._reads(call.args[index])
         for keyword in call.keywords:
             if keyword.arg == name:
-                return self.derived(keyword.value)
+                return self._reads(keyword.value)
         return False  # the default binds: evaluated when the helper was defined
+
+    def _reads(self, node: ast.AST) -> set:
+        keys = set()
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Load):
+                key = self._resolve(sub)
+                if key is not None:
+                    keys.add(key)
+        return keys
+
+    def _solve(self) -> dict:
+        atoms = {key: [a for source in sources for a in self._atoms(source)]
+                 for key, sources in self.bindings.items()}
+        # 1. may-reach `data`: keys from which a chain of reads leads to a data parameter
+        readers = defaultdict(set)
+        for key, parts in atoms.items():
+            for part in parts:
+                if isinstance(part, set):
+                    for read in part:
+                        readers[read].add(key)
+        reach = {key for key, parts in atoms.items() if True in parts}
+        todo = list(reach)
+        while todo:
+            for reader in readers[todo.pop()]:
+                if reader not in reach:
+                    reach.add(reader)
+                    todo.append(reader)
+        # 2. must: drop keys with an atom that is false, until nothing changes; each atom
+        #    counts its reads still derived, so every key and atom is handled once.
+        derived = {key: key in reach for key in atoms}
+        counts, watchers = {}, defaultdict(list)
+        drop = [key for key in atoms if not derived[key]]
+        for key, parts in atoms.items():
+            for number, part in enumerate(parts):
+                if part is False or (isinstance(part, set) and not part & reach):
+                    drop.append(key)
+                elif isinstance(part, set):
+                    counts[(key, number)] = len(part & reach)
+                    for read in part & reach:
+                        watchers[read].append((key, number))
+        while drop:
+            key = drop.pop()
+            derived[key] = False
+            for watcher in watchers.pop(key, ()):
+                counts[watcher] -= 1
+                if counts[watcher] == 0:
+                    drop.append(watcher[0])
+        return derived
 
     def derived(self, expr: ast.AST) -> bool:
         """Whether ``expr`` reads a name derived from ``data``."""
-        for node in ast.walk(expr):
-            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-                key = self._resolve(node)
-                if key is not None and self.derived_names.get(key, False):
-                    return True
-        return False
+        return any(self.derived_names.get(key, False) for key in self._reads(expr))
