@@ -345,6 +345,7 @@ ATTACKS = [
     ("shared get_value", program("d = pm.Data('d', data['y'])\nd.get_value()"), 6,
      "get_value"),
     ("unknown free name", program("sys.exit()"), 5, "'sys'"),
+    ("print to an object", program("print('x', file=data)"), 5, "file="),
     ("** kwargs hide observed", program(
         "kw = {'observed': 1}\nwith pm.Model():\n    pm.Normal('x', 0.0, 1.0, **kw)"),
      7, "**"),

@@ -288,6 +288,10 @@ class _Checker:
             if keyword.arg is None:
                 raise _refuse("`**` unpacking in a call is not allowed: keyword arguments "
                               "must be written out", keyword.value)
+            if keyword.arg == "file" and isinstance(node.func, ast.Name) \
+                    and node.func.id == "print":
+                raise _refuse("print(file=...) is not allowed: it calls the object's write "
+                              "method", node)
             if keyword.arg == "total_size" and self.profile.refuse_total_size:
                 raise _refuse("total_size is not allowed: it rescales the likelihood "
                               "(a tempered likelihood without minibatches)", node)
