@@ -115,9 +115,7 @@ def _restricted_builtins(profile=None) -> dict:
             raise ImportError("relative imports are not allowed")
         root = name.split(".")[0]
         if name in profile.modules:
-            if fromlist:
-                return _module_view(name, profile)
-            if "." not in name:
+            if fromlist or "." not in name:
                 return _module_view(name, profile)
             # `import pytensor.tensor as pt` binds getattr(<pytensor>, "tensor")
             return _parent_view(root, profile)

@@ -33,7 +33,7 @@ _REFUSED_STATEMENTS = {
 }
 _MODEL_FUNCTIONS = ("model", "make_model")
 # PyMC members that create a named model variable (the name is the first argument).
-_NAMED_VARIABLES = P.PYMC_DISTRIBUTIONS | P.PYMC_MODEL - {"Model"}
+_NAMED_VARIABLES = P.PYMC_DISTRIBUTIONS | (P.PYMC_MODEL - {"Model"})
 _SHORT = {"pymc": "pm", "numpy": "np", "pytensor.tensor": "pt"}
 
 
