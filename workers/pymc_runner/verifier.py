@@ -324,9 +324,9 @@ class _Checker:
         if not self.profile.observed_from_data:
             return
         flow = DataFlow(self.tree, {f: _first_param(f) for f in self.model_defs})
-        for node in ast.walk(self.tree):
-            if not isinstance(node, ast.Call):
-                continue
+        calls = sorted((n for n in ast.walk(self.tree) if isinstance(n, ast.Call)),
+                       key=lambda n: (n.lineno, n.col_offset))  # report the first in the text
+        for node in calls:
             for keyword in node.keywords:
                 value = keyword.value
                 if keyword.arg != "observed" or (
