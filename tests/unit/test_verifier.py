@@ -440,3 +440,10 @@ def test_the_data_flow_is_linear_on_a_maximal_program():
     with pytest.raises(ProgramRefused, match="observed=x0"):
         verify(source)
     assert time.perf_counter() - started < 5.0
+
+
+def test_no_name_explained_as_refused_is_on_an_allow_list():
+    """WHY_REFUSED only words messages; this keeps it from contradicting the tables."""
+    allowed = set(profile.STRICT.value_attributes).union(*profile.STRICT.modules.values())
+    assert not allowed & set(profile.WHY_REFUSED), allowed & set(profile.WHY_REFUSED)
+    assert not set(profile.STRICT.builtins) & set(profile.FORBIDDEN_NAMES)
