@@ -101,7 +101,20 @@ def test_restricted_runtime_namespace_backs_up_the_verifier():
                         ("import pytensor.tensor as pt", None), ("open('x')", NameError),
                         ("eval('1')", NameError), ("type(1)", NameError),
                         # C code called from the program imports through its builtins
-                        ("import numpy as np\nnp.ones((2, 2)).mean(axis=0)", None)]:
+                        ("import numpy as np\nnp.ones((2, 2)).mean(axis=0)", None),
+                        # imports give views holding only allow-listed members
+                        ("import pymc as pm\npm.summary", AttributeError),
+                        ("import pymc as pm\npm.Normal.dist(0.0, 1.0)", None),
+                        ("from pymc import summary", ImportError),
+                        ("from pymc import Normal, math", None),
+                        ("import pytensor.tensor as pt\npt.math.config", AttributeError),
+                        ("import pytensor.tensor as pt\npt.exp(pt.linalg.cholesky"
+                         "(pt.eye(2)))", None),
+                        ("from pytensor import tensor as t\nt.function", AttributeError),
+                        ("import numpy.lib as lib", (ImportError, AttributeError)),
+                        ("import numpy._core as c", (ImportError, AttributeError)),
+                        ("from pymc.distributions.transforms import log, ordered", None),
+                        ("getattr(1, 'real')", NameError), ("hasattr(1, 'real')", NameError)]:
         if error is None:
             exec(code, namespace)
         else:
@@ -120,10 +133,10 @@ def test_an_exception_in_model_is_a_compile_error_naming_the_line():
 def test_a_failure_while_sampling_is_a_runtime_error():
     source = HEADER + ("    with pm.Model() as m:\n"
                        "        mu = pm.Normal('mu', 0.0, 1.0)\n"
-                       "        pm.Normal('y', mu, -1.0, observed=[1.0, 2.0])\n"
+                       "        pm.Normal('y', mu, -1.0, observed=data['y'])\n"
                        "    return m\n")
     with pytest.raises(ProgramRuntimeError) as err:
-        fit_pymc(source, {}, **QUICK)
+        fit_pymc(source, {"y": [1.0, 2.0]}, **QUICK)
     assert "sampling failed" in str(err.value)
 
 

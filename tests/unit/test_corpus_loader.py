@@ -171,15 +171,14 @@ def test_every_translation_passes_the_static_checks(name):
 @pytest.mark.slow  # imports PyMC and builds every model twice: about 30 s in all
 @pytest.mark.parametrize("name", loader.list_posteriors())
 def test_every_pymc_translation_reports_the_reference_parameters(name):
-    """model(data) builds on both scopes; each compared parameter is a free RV or a
-    Deterministic whose size on ``full`` matches the reference's scalar count."""
-    import types
+    """model(data) builds on both scopes as the sandboxed child builds it (restricted
+    builtins, module views, the checks on the built model); each compared parameter is a
+    free RV or a Deterministic whose size on ``full`` matches the reference's scalar count."""
+    from workers.pymc_runner.child import build_model
 
     entry = loader.load(name)
-    module = types.ModuleType("translation")
-    exec(compile(entry.pymc_source, f"{name}/model.py", "exec"), module.__dict__)
     for scope, data in entry.scopes.items():
-        model = module.model(data)
+        model = build_model(entry.pymc_source, data)
         named = {v.name for v in model.free_RVs} | {v.name for v in model.deterministics}
         assert set(entry.parameters) <= named, (scope, named)
         if scope == "full":

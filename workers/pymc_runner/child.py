@@ -66,29 +66,68 @@ def _failure(stage: str, what: str, exc: BaseException) -> ProgramFailure:
                           memory=isinstance(exc, MemoryError))
 
 
-_LIBRARY_ROOTS = ("numpy", "pymc", "pytensor")
+_LIBRARY_ROOTS = ("numpy", "pymc", "pytensor", "scipy")
 
 
-def _restricted_builtins() -> dict:
+def _module_view(path: str, profile):
+    """What ``import <path>`` gives the program: a namespace holding only the profile's
+    members of ``path`` and views of its allowed sub-modules, never the module itself.
+
+    It has no ``__name__``, so ``from pymc import summary`` cannot fall back to
+    ``sys.modules["pymc.summary"]`` either."""
+    import importlib
+    import types
+
+    real = importlib.import_module(path)
+    members = {name: getattr(real, name) for name in profile.modules.get(path, ())
+               if hasattr(real, name)}
+    for sub in profile.submodules(path):
+        members[sub] = _module_view(f"{path}.{sub}", profile)
+    return types.SimpleNamespace(**members)
+
+
+def _parent_view(package: str, profile):
+    """``pytensor`` / ``scipy`` as a program sees them: only their allowed sub-modules."""
+    import types
+
+    return types.SimpleNamespace(**{sub: _module_view(f"{package}.{sub}", profile)
+                                    for sub in profile.submodules(package)})
+
+
+def _restricted_builtins(profile=None) -> dict:
+    """The program's builtins: the profile's allow-list and a guarded ``__import__``."""
     import builtins
     import importlib
 
-    from workers.pymc_runner.profile import ALLOWED_MODULE_PATHS, SAFE_BUILTINS
+    from workers.pymc_runner.profile import STRICT
+
+    profile = profile or STRICT
 
     def guarded_import(name, globals=None, locals=None, fromlist=(), level=0):
-        # Defence in depth behind the verifier: no import outside the libraries of the
-        # profile. C code called straight from the program (``ndarray.mean`` importing
+        # Defence in depth behind the verifier. A program's import statement gets views
+        # holding only allow-listed members (the member allow-list, at run time).
+        # C code called straight from the program (``ndarray.mean`` importing
         # ``numpy._core._methods``) imports through the *caller's* builtins, i.e. this
-        # function, so the libraries' own modules must pass too.
+        # function; CPython's PyImport_Import discards what __import__ returns and reads
+        # sys.modules, so such imports run but hand the program nothing (None).
         fromlist = tuple(fromlist or ())
-        allowed = name in ALLOWED_MODULE_PATHS or name.split(".")[0] in _LIBRARY_ROOTS or (
-            name in ("pytensor", "scipy") and fromlist
-            and all(f"{name}.{item}" in ALLOWED_MODULE_PATHS for item in fromlist))
-        if level != 0 or not allowed:
-            raise ImportError(f"import of {name!r} is not allowed")
-        return importlib.__import__(name, globals, locals, fromlist, level)
+        if level != 0:
+            raise ImportError("relative imports are not allowed")
+        root = name.split(".")[0]
+        if name in profile.modules:
+            if fromlist or "." not in name:
+                return _module_view(name, profile)
+            # `import pytensor.tensor as pt` binds getattr(<pytensor>, "tensor")
+            return _parent_view(root, profile)
+        if name in ("pytensor", "scipy") and fromlist and all(
+                f"{name}.{item}" in profile.modules for item in fromlist):
+            return _parent_view(name, profile)
+        if root in _LIBRARY_ROOTS:
+            importlib.import_module(name)
+            return None
+        raise ImportError(f"import of {name!r} is not allowed")
 
-    table = {name: getattr(builtins, name) for name in SAFE_BUILTINS}
+    table = {name: getattr(builtins, name) for name in profile.builtins}
     table["__import__"] = guarded_import
     return table
 
@@ -109,26 +148,43 @@ def build_model(source: str, data: dict):
         exec(compile(source, PROGRAM_FILENAME, "exec"), namespace)  # noqa: S102 - verified
     except Exception as exc:
         raise _failure("load", "the program failed while loading", exc) from None
+    # SPEC §2.1: `model(data)`, or `make_model(data, prior_only=False)` (the verifier
+    # checked that one of them is a top-level function)
+    entry = namespace.get("model") or namespace.get("make_model")
     try:
-        model = namespace["model"](data)
+        model = entry(data)
     except Exception as exc:
         raise _failure("build", "model(data) failed", exc) from None
     if not isinstance(model, pm.Model):
         raise ProgramFailure("build", f"model(data) returned {type(model).__name__}, "
                                       "not a pm.Model")
-    _check_model(model)
+    check_model(model)
     return model
 
 
-def _check_model(model) -> None:
-    """Run-time mirror of the verifier: only genuine random variables may add density."""
-    if model.potentials:
+def check_model(model, profile=None) -> None:
+    """Run-time mirror of the verifier on the built model: only genuine random variables
+    add density, no likelihood is rescaled, no name can pass for another's scalar."""
+    from workers.pymc_runner.profile import SCALAR_NAME_CHARACTERS, STRICT
+
+    profile = profile or STRICT
+    if model.potentials and not profile.allow_potentials:
         raise ProgramFailure("refused", "the model contains a Potential")
     for rv in model.basic_RVs:
         op_module = type(rv.owner.op).__module__
-        if op_module.startswith(("pymc.distributions.custom", "pymc.distributions.simulator")):
+        if op_module.startswith(("pymc.distributions.custom", "pymc.distributions.simulator")) \
+                and not profile.allow_custom_densities:
             raise ProgramFailure("refused", f"{rv.name} is a custom or simulator "
                                             "distribution")
+        if op_module.startswith("pymc.variational.minibatch_rv") and profile.refuse_total_size:
+            raise ProgramFailure("refused", f"{rv.name} has a total_size: it rescales the "
+                                            "likelihood")
+    if profile.refuse_scalar_like_names:
+        for name in model.named_vars:
+            if SCALAR_NAME_CHARACTERS.search(name):
+                raise ProgramFailure("refused", f"variable name {name!r} is not allowed: a "
+                                     "name with [ or ] is, or collides with, a SPEC §2.3 "
+                                     "scalar name of another variable")
     if not model.free_RVs:
         raise ProgramFailure("build", "the model has no free random variables to sample")
     for rv in model.free_RVs:

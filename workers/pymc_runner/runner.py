@@ -335,7 +335,14 @@ def _looks_like_memory(done: sandbox.Completed, stderr: str, limits: sandbox.Lim
 def _make_fit(summary, arrays, job, attempts, process) -> Fit:
     draws: dict[str, np.ndarray] = {}
     for name in summary["reportable"]:
-        draws.update(flatten_array(name, arrays[name]))
+        scalars = flatten_array(name, arrays[name])
+        clash = draws.keys() & scalars.keys()
+        if clash:
+            # Forgery F3: a variable named like another's scalar would overwrite its
+            # draws. The verifier and the child refuse such names; this is the last line.
+            raise ProgramRefused(f"variable {name!r} reports {sorted(clash)[0]!r}, which "
+                                 "another variable already reports", language=LANGUAGE)
+        draws.update(scalars)
     stats = dict(summary["stats"])
     stats.update(attempts=attempts, shapes=summary["shapes"],
                  memory_mb=summary.get("memory_mb", {}), process=process)

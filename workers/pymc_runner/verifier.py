@@ -1,14 +1,16 @@
-"""Static check of a PyMC program against SPEC §2.1's strict profile.
+"""Static check of a PyMC program against a SPEC §2.1 profile (default: strict).
 
 The threat is a program that fakes its posterior or escapes its process: adding
-log-density terms that are not observed random variables (``pm.Potential``,
-``CustomDist``, model internals), running its own sampler, touching files, network or
-processes, or reaching any of those through introspection (dunders, frames,
-``getattr`` on computed strings, module attributes such as ``pt.math.builtins``).
+log-density terms that are not observed random variables, running its own sampler or
+the C compiler with its own flags, writing files through a library's writer, or reaching
+any of those through introspection. The check is an allow-list throughout
+(``profile.py``): every module member, every attribute on a value and every builtin a
+program names must be listed, so a construct nobody thought of is refused by default.
+On top, the forgery rules: ``observed=`` values derived from ``data``
+(``provenance.py``), no ``total_size``, no variable named like a §2.3 scalar name.
 
-The check is an allow-list where that is practical (imports, sub-modules, builtins at
-run time) and a deny-list for attribute names on arbitrary objects. It never imports
-the program's libraries, so it is cheap enough for the API process.
+It never imports the program's libraries, so it is cheap enough for the API process.
+Every refusal is a ``ProgramRefused`` naming the construct and its line.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ import ast
 
 from workers.errors import CompileError, ProgramRefused
 from workers.pymc_runner import profile as P
+from workers.pymc_runner.provenance import DataFlow
 
 LANGUAGE = "pymc"
 _REFUSED_STATEMENTS = {
@@ -28,14 +31,18 @@ _REFUSED_STATEMENTS = {
     ast.Await: "await is not allowed",
     ast.Match: "match statements are not allowed",
 }
+_MODEL_FUNCTIONS = ("model", "make_model")
+# PyMC members that create a named model variable (the name is the first argument).
+_NAMED_VARIABLES = P.PYMC_DISTRIBUTIONS | (P.PYMC_MODEL - {"Model"})
+_SHORT = {"pymc": "pm", "numpy": "np", "pytensor.tensor": "pt"}
 
 
 def _refuse(reason: str, node: ast.AST | None) -> ProgramRefused:
     return ProgramRefused(reason, language=LANGUAGE, line=getattr(node, "lineno", None))
 
 
-def verify(source: str) -> None:
-    """Raise ``ProgramRefused`` (with the offending line) unless ``source`` fits the profile.
+def verify(source: str, profile: P.Profile = P.STRICT) -> None:
+    """Raise ``ProgramRefused`` (with the offending line) unless ``source`` fits ``profile``.
 
     A source that is not valid Python raises ``CompileError`` with the line.
     """
@@ -51,48 +58,57 @@ def verify(source: str) -> None:
         raise ProgramRefused(f"program cannot be parsed safely ({type(exc).__name__})",
                              language=LANGUAGE) from None
     try:
-        _Checker(tree).run()
+        _Checker(tree, profile).run()
     except RecursionError:
         raise ProgramRefused("program is nested too deeply", language=LANGUAGE) from None
 
 
 class _Checker:
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, profile: P.Profile) -> None:
         self.tree = tree
+        self.profile = profile
         self.parents: dict[ast.AST, ast.AST] = {}
         self.module_aliases: dict[str, str] = {}  # bound name -> module path
+        self.member_imports: dict[str, tuple[str, str]] = {}  # bound name -> (path, member)
+        self.bound: set[str] = set()  # every name the program binds anywhere
+        self.model_defs: list[ast.FunctionDef] = []
 
     def run(self) -> None:
         for parent in ast.walk(self.tree):
             for child in ast.iter_child_nodes(parent):
                 self.parents[child] = parent
         self._collect_imports()
+        self._collect_bound_names()
         self._check_model_definition()
         for node, entering in _traverse(self.tree):
             if entering:
                 self._check_header(node)
             else:
                 self._check_node(node)
+        self._check_observed_values()
 
     # -- imports ---------------------------------------------------------------------
     def _collect_imports(self) -> None:
-        value_bindings: list[tuple[str, ast.AST]] = []
+        values: list[tuple[str, ast.AST]] = []
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self._bind_module(self._import_path(alias, node), node,
                                       alias.asname or alias.name)
             elif isinstance(node, ast.ImportFrom):
-                value_bindings.extend(self._check_import_from(node))
+                values.extend(self._check_import_from(node))
         # Checked after all module aliases are known: a value may not shadow one.
-        for name, node in value_bindings:
+        for name, node in values:
             self._check_binding(name, node)
+
+    def _allowed_imports(self) -> str:
+        return ", ".join(P.ROOT_MODULES)
 
     def _import_path(self, alias: ast.alias, node: ast.Import) -> str:
         path = alias.name
-        if path not in P.ALLOWED_MODULE_PATHS:
-            raise _refuse(f"import of {path!r} is not allowed (allowed: pymc, numpy, "
-                          "pytensor.tensor, math, scipy.special)", node)
+        if path not in self.profile.modules:
+            raise _refuse(f"import of {path!r} is not allowed (allowed: "
+                          f"{self._allowed_imports()} and their listed sub-modules)", node)
         if "." in path and not alias.asname:
             # `import pytensor.tensor` would bind `pytensor`, the whole package.
             raise _refuse(f"write `import {path} as <name>`: a dotted import without "
@@ -110,16 +126,17 @@ class _Checker:
                 raise _refuse(f"`from {module} import *` is not allowed", node)
             bound = alias.asname or alias.name
             whole = f"{module}.{alias.name}"
-            if module not in P.ALLOWED_MODULE_PATHS:
-                if whole in P.ALLOWED_MODULE_PATHS and module in ("pytensor", "scipy"):
+            if module not in self.profile.modules:
+                if module in P.PARENT_PACKAGES and whole in self.profile.modules:
                     self._bind_module(whole, node, bound)
                     continue
-                raise _refuse(f"import from {module!r} is not allowed (allowed: pymc, "
-                              "numpy, pytensor.tensor, math, scipy.special)", node)
+                raise _refuse(f"import from {module!r} is not allowed (allowed: "
+                              f"{self._allowed_imports()})", node)
             reached = self._member(module, alias.name, node)
             if reached is not None:
                 self._bind_module(reached, node, bound)
             else:
+                self.member_imports[bound] = (module, alias.name)
                 values.append((bound, node))
         return values
 
@@ -134,39 +151,48 @@ class _Checker:
         shown = _short(path)
         if name.startswith("_"):
             raise _refuse(f"private or dunder member {shown}.{name} is not allowed", node)
-        if name in P.ALLOWED_SUBMODULES.get(path, ()):
+        if f"{path}.{name}" in self.profile.modules:
             return f"{path}.{name}"
-        if name in P.MODULE_ATTRIBUTES.get(path, ()):
-            raise _refuse(f"module {shown}.{name} is not allowed", node)
-        reason = P.FORBIDDEN_MEMBERS.get(path, {}).get(name)
-        if reason is None and path == "pymc":
-            reason = next((why for prefix, why in P.PYMC_FORBIDDEN_PREFIXES.items()
-                           if name.startswith(prefix)), None)
-        if reason is not None:
-            raise _refuse(f"{shown}.{name} is not allowed: {reason}", node)
-        reason = _attribute_reason(name)
-        if reason is not None:
-            raise _refuse(f"{shown}.{name}: {reason}", node)
-        return None
+        if name in self.profile.modules.get(path, ()):
+            return None
+        raise _refuse(f"{shown}.{name} is not allowed: {_why(name, shown)}", node)
 
-    # -- the model function ----------------------------------------------------------
+    # -- names -----------------------------------------------------------------------
+    def _collect_bound_names(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                self.bound.add(node.id)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.bound.add(node.name)
+            elif isinstance(node, ast.arg):
+                self.bound.add(node.arg)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.bound.add(node.name)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.bound.update(a.asname or a.name.split(".")[0] for a in node.names)
+
     def _check_model_definition(self) -> None:
-        bindings = [n for n in self.tree.body if _binds_top_level(n, "model")]
-        defs = [n for n in bindings if isinstance(n, ast.FunctionDef)]
-        if not defs:
+        """``def model(data)`` (or ``def make_model(data, ...)``), bound once, at top level."""
+        for name in _MODEL_FUNCTIONS:
+            bindings = [n for n in self.tree.body if _binds_top_level(n, name)]
+            if len(bindings) > 1:
+                raise _refuse(f"`{name}` is defined more than once", bindings[1])
+            if bindings and not isinstance(bindings[0], ast.FunctionDef):
+                raise _refuse(f"`{name}` must be a top-level function `def {name}(data)`",
+                              bindings[0])
+            self.model_defs += bindings
+        if not self.model_defs:
             raise _refuse("the program must define a top-level function `def model(data)`",
-                          bindings[0] if bindings else None)
-        if len(bindings) > 1:
-            raise _refuse("`model` is defined more than once", bindings[1])
-        args = defs[0].args
-        if not (args.posonlyargs or args.args or args.vararg):
-            raise _refuse("`model` must take the data dict as its argument", defs[0])
+                          None)
+        for node in self.model_defs:
+            args = node.args
+            if not (args.posonlyargs or args.args or args.vararg):
+                raise _refuse(f"`{node.name}` must take the data dict as its argument", node)
 
     # -- every node ------------------------------------------------------------------
     def _check_header(self, node: ast.AST) -> None:
         """Checks made on entering a node, before its children: statement kinds, function
-        headers (a refused argument name is reported before uses in the body), and
-        getattr/hasattr calls (before their arguments)."""
+        headers (a refused argument name is reported before uses in the body), calls."""
         for kind, reason in _REFUSED_STATEMENTS.items():
             if isinstance(node, kind):
                 raise _refuse(reason, node)
@@ -220,22 +246,16 @@ class _Checker:
             self._check_binding(node.id, node)
             return
         if node.id in self.module_aliases:
-            self._require_member_access(node, node.id)
-        if node.id in P.LITERAL_ATTRIBUTE_BUILTINS:
-            parent = self.parents.get(node)
-            if not (isinstance(parent, ast.Call) and parent.func is node):
-                raise _refuse(f"{node.id} may only be called directly", node)
+            self._require_member_access(node, _short(self.module_aliases[node.id]))
+        elif node.id not in self.bound and node.id not in self.profile.builtins:
+            raise _refuse(f"name {node.id!r} is not allowed: it is neither defined by the "
+                          f"program nor an allowed builtin", node)
 
     def _require_member_access(self, node: ast.AST, shown: str) -> None:
         """A module may only appear as ``module.member``: no aliasing, no passing it on."""
         parent = self.parents.get(node)
-        if isinstance(parent, ast.Attribute) and parent.value is node:
-            return
-        if (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name)
-                and parent.func.id in P.LITERAL_ATTRIBUTE_BUILTINS
-                and parent.args and parent.args[0] is node):
-            return  # getattr(pm, "Normal"): the literal was checked as pm.Normal
-        raise _refuse(f"module {shown} may only be used as {shown}.<name>", node)
+        if not (isinstance(parent, ast.Attribute) and parent.value is node):
+            raise _refuse(f"module {shown} may only be used as {shown}.<name>", node)
 
     def _check_attribute(self, node: ast.Attribute) -> None:
         if not isinstance(node.ctx, ast.Load):
@@ -247,32 +267,94 @@ class _Checker:
             if reached is not None:
                 self._require_member_access(node, _short(reached))
             return
-        reason = _attribute_reason(node.attr)
-        if reason is not None:
-            raise _refuse(f".{node.attr}: {reason}", node)
+        if node.attr.startswith("_"):
+            raise _refuse(f".{node.attr}: private and dunder attributes are not allowed",
+                          node)
+        if node.attr not in self.profile.value_attributes:
+            raise _refuse(f".{node.attr} is not allowed: {_why(node.attr, None)}", node)
 
     def _module_path(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Name):
             return self.module_aliases.get(node.id)
         if isinstance(node, ast.Attribute):
             base = self._module_path(node.value)
-            if base is not None and node.attr in P.ALLOWED_SUBMODULES.get(base, ()):
+            if base is not None and f"{base}.{node.attr}" in self.profile.modules:
                 return f"{base}.{node.attr}"
         return None
 
+    # -- calls and the forgery rules ---------------------------------------------------
     def _check_call(self, node: ast.Call) -> None:
+        for keyword in node.keywords:
+            if keyword.arg is None:
+                raise _refuse("`**` unpacking in a call is not allowed: keyword arguments "
+                              "must be written out", keyword.value)
+            if keyword.arg == "file" and isinstance(node.func, ast.Name) \
+                    and node.func.id == "print":
+                raise _refuse("print(file=...) is not allowed: it calls the object's write "
+                              "method", node)
+            if keyword.arg == "total_size" and self.profile.refuse_total_size:
+                raise _refuse("total_size is not allowed: it rescales the likelihood "
+                              "(a tempered likelihood without minibatches)", node)
+        if self.profile.refuse_scalar_like_names and self._creates_named_variable(node):
+            self._check_variable_name(node)
+
+    def _creates_named_variable(self, node: ast.Call) -> bool:
         func = node.func
-        if isinstance(func, ast.Name) and func.id in P.LITERAL_ATTRIBUTE_BUILTINS:
-            if len(node.args) not in (2, 3) or node.keywords or not (
-                    isinstance(node.args[1], ast.Constant)
-                    and isinstance(node.args[1].value, str)):
-                raise _refuse(f"{func.id}() needs a literal attribute name (write obj.name)",
-                              node)
-            name = node.args[1].value
-            if not name.isidentifier():
-                raise _refuse(f"{func.id}() with {name!r} is not an attribute name", node)
-            self._check_attribute(ast.copy_location(
-                ast.Attribute(value=node.args[0], attr=name, ctx=ast.Load()), node))
+        if isinstance(func, ast.Name) and func.id in self.member_imports:
+            path, member = self.member_imports[func.id]
+        elif isinstance(func, ast.Attribute):
+            path, member = self._module_path(func.value), func.attr
+        else:
+            return False
+        return path in ("pymc", "pymc.distributions") and member in _NAMED_VARIABLES
+
+    def _check_variable_name(self, node: ast.Call) -> None:
+        names = [k.value for k in node.keywords if k.arg == "name"]
+        names += node.args[:1]
+        for name in names:
+            parts = [name] if not isinstance(name, ast.JoinedStr) else name.values
+            for part in parts:
+                if isinstance(part, ast.Constant) and isinstance(part.value, str) \
+                        and P.SCALAR_NAME_CHARACTERS.search(part.value):
+                    raise _refuse(f"variable name {part.value!r} is not allowed: a name "
+                                  "with [ or ] is, or collides with, a SPEC §2.3 scalar "
+                                  "name of another variable", node)
+
+    def _check_observed_values(self) -> None:
+        if not self.profile.observed_from_data:
+            return
+        flow = DataFlow(self.tree, {f: _first_param(f) for f in self.model_defs})
+        calls = sorted((n for n in ast.walk(self.tree) if isinstance(n, ast.Call)),
+                       key=lambda n: (n.lineno, n.col_offset))  # report the first in the text
+        for node in calls:
+            for keyword in node.keywords:
+                value = keyword.value
+                if keyword.arg != "observed" or (
+                        isinstance(value, ast.Constant) and value.value is None):
+                    continue
+                if not flow.derived(value):
+                    shown = ast.unparse(value)
+                    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+                    raise _refuse(f"observed={shown} is not allowed: observed values must "
+                                  "be derived from the `data` argument (a literal or "
+                                  "constant observation adds an arbitrary log-density "
+                                  "term)", value)
+
+
+def _first_param(func: ast.FunctionDef) -> str:
+    a = func.args
+    params = [*a.posonlyargs, *a.args] or [a.vararg]
+    return params[0].arg
+
+
+def _why(name: str, shown_module: str | None) -> str:
+    if name in P.WHY_REFUSED:
+        return P.WHY_REFUSED[name]
+    for prefix, why in P.WHY_REFUSED_PREFIXES.items():
+        if name.startswith(prefix) and shown_module == "pm":
+            return why
+    where = f"of {shown_module}'s members" if shown_module else "of attributes on values"
+    return f"it is not on the profile's allow-list {where}"
 
 
 def _traverse(tree: ast.AST):
@@ -284,16 +366,6 @@ def _traverse(tree: ast.AST):
         if entering:
             stack.append((node, False))
             stack.extend((child, True) for child in reversed(list(ast.iter_child_nodes(node))))
-
-
-def _attribute_reason(name: str) -> str | None:
-    if name.startswith("_"):
-        return "private and dunder attributes are not allowed"
-    if name in P.FORBIDDEN_ATTRIBUTES:
-        return P.FORBIDDEN_ATTRIBUTES[name]
-    if name.startswith(P.FORBIDDEN_ATTRIBUTE_PREFIXES):
-        return "frame, code and function internals are not allowed"
-    return None
 
 
 def _binds_top_level(node: ast.stmt, name: str) -> bool:
@@ -308,9 +380,6 @@ def _binds_top_level(node: ast.stmt, name: str) -> bool:
         return any((a.asname or a.name.split(".")[0]) == name for a in node.names)
     return any(isinstance(t, ast.Name) and t.id == name
                for target in targets for t in ast.walk(target))
-
-
-_SHORT = {"pymc": "pm", "numpy": "np", "pytensor.tensor": "pt", "scipy.special": "scipy.special"}
 
 
 def _short(path: str) -> str:
