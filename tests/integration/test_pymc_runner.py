@@ -186,20 +186,28 @@ def test_divergences_trigger_retries_at_higher_target_accept():
 def test_a_retry_stopped_by_the_wall_clock_keeps_the_finished_attempt():
     """The first attempt diverges; the budget then runs out inside the retry: the fit is
     the first attempt's, and the stop is recorded, not raised."""
-    # long attempts (seconds of sampling each): the retry cannot fit in the second of
-    # budget left after the first attempt, whatever the compile time did
-    first = fit_pymc(CENTERED, FULL, chains=2, tune=2000, draws=4000, seed=2,
+    first = fit_pymc(CENTERED, FULL, chains=2, tune=1000, draws=4000, seed=2,
                      retry_target_accepts=())
     assert first.divergences > 0
     spent = first.stats["process"]["wall_seconds"]
-    fit = fit_pymc(CENTERED, FULL, chains=2, tune=2000, draws=4000, seed=2,
-                   retry_target_accepts=(0.99,), target_accept=0.8,
-                   limits=sandbox.Limits(wall_seconds=spent + 1.0, cpu_seconds=600, memory_mb=4096))
-    attempts = fit.stats["attempts"]
-    assert attempts[0]["divergences"] == first.divergences
-    assert "error" in attempts[-1] or "skipped" in attempts[-1]
-    for name, values in first.draws.items():
-        np.testing.assert_array_equal(values, fit.draws[name], err_msg=name)
+    # The budget is the first run's own time: the retry cannot fit, unless this run's
+    # start-up and compile happen to be much faster (a loaded machine varies by seconds);
+    # then a smaller share is tried. Too small a budget stops attempt 0 itself (raised).
+    for share in (1.0, 0.85, 0.7, 0.55):
+        try:
+            fit = fit_pymc(CENTERED, FULL, chains=2, tune=1000, draws=4000, seed=2,
+                           retry_target_accepts=(0.99,), target_accept=0.8,
+                           limits=sandbox.Limits(wall_seconds=share * spent, cpu_seconds=600,
+                                                 memory_mb=4096))
+        except ResourceLimit:
+            continue
+        attempts = fit.stats["attempts"]
+        assert attempts[0]["divergences"] == first.divergences
+        if "error" in attempts[-1] or "skipped" in attempts[-1]:
+            for name, values in first.draws.items():
+                np.testing.assert_array_equal(values, fit.draws[name], err_msg=name)
+            return
+    pytest.fail("no budget stopped the retry while keeping the first attempt")
 
 
 KIDIQ_MOMIQ = HEADER + """\
