@@ -274,3 +274,31 @@ def test_unknown_kernel_is_an_invalid_request(build):
         fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=1, limits=LIMITS,
                     **{**SMALL, "kernel": "no-such-kernel"})
     assert "no-such-kernel" in info.value.message
+
+
+# -- issue 9 attacks 5 and 6: a string escape the old lint mis-lexed -------------------
+# GHC reads \^\ as ONE control character (FS), so the string closes at the next quote;
+# the old lint skipped "backslash + one char" twice and thought the string went on, so
+# a foreign declaration on the same line was never seen (and FFI was on at compile time).
+FS_ESCAPE_ATTACKS = {
+    "foreign import": 's :: String\ns = "\\^\\"; foreign import ccall "exit" '
+                      'cExit :: Int -> IO () -- "\n',
+    "foreign export write": 's :: String\ns = "\\^\\"; foreign export ccall "write" '
+                            'hook :: Int -> Int -> Int -> IO Int -- "\n'
+                            'hook :: Int -> Int -> Int -> IO Int\nhook _ _ n = return n\n',
+}
+
+
+@pytest.mark.parametrize("what", sorted(FS_ESCAPE_ATTACKS))
+def test_foreign_declaration_after_a_control_escape_is_refused(what, build):
+    source = fresh(PRELUDE + FS_ESCAPE_ATTACKS[what] + TRIVIAL_MODEL)
+    with pytest.raises(ProgramRefused) as info:
+        fit_lazyppl(source, {}, seed=1, limits=LIMITS, **SMALL)
+    assert "foreign" in info.value.message.lower()
+    assert info.value.details["line"] == 6
+
+
+@pytest.mark.parametrize("what", sorted(FS_ESCAPE_ATTACKS))
+def test_compile_flags_alone_refuse_the_foreign_declaration(what, build):
+    message = _safe_step(PRELUDE + FS_ESCAPE_ATTACKS[what], build, thinned=True)
+    assert "ForeignFunctionInterface" in message, message
