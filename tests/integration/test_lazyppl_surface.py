@@ -19,7 +19,7 @@ from haskell_bridge import fit_lazyppl, lazyppl_build
 from haskell_bridge.compile import compile_untrusted_module
 from haskell_bridge.lint import lint, normalise_source
 from sandbox import Limits
-from workers.errors import CompileError, ProgramRefused
+from workers.errors import CompileError, ProgramRefused, ProgramRuntimeError
 
 pytestmark = [
     pytest.mark.integration,
@@ -123,3 +123,27 @@ def test_every_shipped_program_compiles_as_an_untrusted_module(path):
         compile_untrusted_module(normalise_source(source), Path(tmp), lazyppl_build(),
                                  limits=LIMITS)
         assert (Path(tmp) / "out" / "Model.o").is_file()
+
+
+# -- issue 9 robustness: reported names are SPEC §2.3 names or a typed error ----------
+BAD_NAMES = {
+    "x]": 'scalar "x]" x',
+    "alpha[200000]": 'scalar "alpha[200000]" x',
+    "theta[1]": 'scalar "theta[1]" x, vector "theta" [x, x]',
+    "a b": 'scalar "a b" x',
+    "10000": 'vector "big" (replicate 10001 x)',
+}
+
+
+@pytest.mark.parametrize("bad", sorted(BAD_NAMES))
+def test_a_bad_scalar_name_is_a_runtime_error_naming_it(bad):
+    source = PRELUDE + f"""
+model :: Data -> Meas Draw
+model _ = do
+  x <- sample (normal 0 1)
+  return (draw [{BAD_NAMES[bad]}])
+"""
+    with pytest.raises(ProgramRuntimeError) as info:
+        fit_lazyppl(source, {}, seed=3, limits=LIMITS, **SMALL)
+    assert bad in info.value.message, info.value.message
+    assert info.value.details["language"] == "lazyppl"
