@@ -144,6 +144,10 @@ BYPASS = {
         PRELUDE + "x :: Int\nx = I# 1#\n", "parse error"),
     "System.Process": (PRELUDE + "import System.Process (system)\n", "System.Process"),
     "LazyPPL.Harness": (PRELUDE + "import LazyPPL.Harness\n", "LazyPPL.Harness"),
+    # the user's "LazyPPL" is LazyPPL.Surface renamed; neither real name is visible
+    "LazyPPL.Surface": (PRELUDE + "import LazyPPL.Surface\n", "LazyPPL.Surface"),
+    "LazyPPL.Internal.Chain": (PRELUDE + "import LazyPPL.Internal.Chain\n",
+                               "LazyPPL.Internal.Chain"),
     "Data.Map.Internal": (PRELUDE + "import Data.Map.Internal\n", "Data.Map.Internal"),
     "GHC.IO": (PRELUDE + "import GHC.IO (unsafePerformIO)\n", "GHC.IO"),
 }
