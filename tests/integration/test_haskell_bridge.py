@@ -324,3 +324,39 @@ def test_compile_flags_alone_refuse_the_foreign_declaration(what, build):
     message = _safe_step(PRELUDE + FS_ESCAPE_ATTACKS[what], build, thinned=True)
     assert ("6:20: error: parse error on input ‘import’" in message
             or "Perhaps you meant to use ForeignFunctionInterface?" in message), message
+
+
+def test_language_is_haskell2010_with_every_other_extension_off():
+    from haskell_bridge.compile import DEFAULT_EXTENSIONS, language_flags
+    from haskell_bridge.lint import ALLOWED_EXTENSIONS
+
+    flags = language_flags()
+    assert flags[0] == "-XHaskell2010"
+    off = {f[len("-XNo"):] for f in flags[1:]}
+    for ext in ("ForeignFunctionInterface", "CPP", "TemplateHaskell", "TemplateHaskellQuotes",
+                "QuasiQuotes", "MagicHash", "UnboxedTuples", "GHCForeignImportPrim",
+                "CApiFFI", "InterruptibleFFI", "UnliftedFFITypes", "PackageImports",
+                "GeneralizedNewtypeDeriving", "StaticPointers", "RebindableSyntax",
+                "ImplicitParams", "NondecreasingIndentation", "DataKinds"):
+        assert ext in off, ext
+    assert not off & DEFAULT_EXTENSIONS
+    # what the lint lets a pragma switch on is off until the pragma says so
+    assert {e for e in ALLOWED_EXTENSIONS if not e.startswith("No") and e != "Safe"} <= (
+        off | DEFAULT_EXTENSIONS)
+
+
+ALLOWED_PRAGMAS = """{-# LANGUAGE BangPatterns, LambdaCase, TupleSections, ScopedTypeVariables #-}
+{-# LANGUAGE MultiWayIf, RecordWildCards, GADTs, RankNTypes, NumericUnderscores #-}
+""" + PRELUDE + """
+sq :: forall a. Num a => a -> a
+sq !x = x * x
+pick :: Int -> Double
+pick = \\case { 0 -> 1_000; _ -> if | otherwise -> 2 }
+"""
+
+
+def test_allowed_extensions_switch_back_on_by_pragma(build):
+    with tempfile.TemporaryDirectory() as tmp:
+        compile_untrusted_module(normalise_source(ALLOWED_PRAGMAS + TRIVIAL_MODEL), Path(tmp),
+                                 build, limits=LIMITS)
+        assert (Path(tmp) / "out" / "Model.o").is_file()
