@@ -20,8 +20,10 @@ boundaries and decoded values against GHC itself.
 
 Non-ASCII characters are classified as GHC's lexer classifies them (``adj_c`` in
 GHC's Lexer.x): only connector/dash/other punctuation and math/currency/modifier/other
-symbols are operator characters; opening/closing/quote punctuation are not, so
-``--‘`` starts a comment, as in GHC.
+symbols are operator characters; opening/closing/quote punctuation are not. Whether
+``--`` starts a comment depends on the next character's class (``--‘`` is a comment,
+``--→`` an operator); Python's Unicode tables are newer than GHC 9.0's, so dashes
+directly followed by any non-ASCII character are refused rather than classified.
 """
 from __future__ import annotations
 
@@ -295,6 +297,13 @@ class Lexer:
 
     def _symbol(self) -> None:
         s, j = self.s, self.i
+        dashes = len(s[j:]) - len(s[j:].lstrip("-")) if s.startswith("--", j) else 0
+        if dashes and j + dashes < len(s) and ord(s[j + dashes]) >= 128:
+            # Comment or operator depends on the character's Unicode class, and GHC's
+            # tables (older) may not classify it as Python's do: never guess.
+            raise LexError("'--' directly followed by a non-ASCII character is ambiguous "
+                           "(comment or operator); put a space after the dashes",
+                           self.line)
         while j < len(s) and is_symbol(s[j]):
             j += 1
         run = s[self.i:j]

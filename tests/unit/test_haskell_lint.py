@@ -218,11 +218,22 @@ def test_primes_belong_to_identifiers():
 
 
 def test_opening_quote_punctuation_is_no_operator_character():
-    # GHC classifies U+2018 as other_graphic: --‘ starts a comment, --→ is an operator.
-    toks = Lexer("a --‘ b\nc --→ d\n").tokens()
+    # GHC classifies U+2018 as other_graphic, U+2192 as a symbol (the old lint took
+    # every punctuation character for a symbol)
+    from haskell_bridge.lexer import is_symbol
+
+    assert not is_symbol("‘") and not is_symbol("(") and is_symbol("→") and is_symbol("-")
+    toks = Lexer("a -- ‘ b\nc -→ d\n").tokens()
     assert [(t.kind, t.text) for t in toks] == [
-        ("name", "a"), ("comment", "--‘ b"), ("name", "c"), ("symbol", "--→"),
+        ("name", "a"), ("comment", "-- ‘ b"), ("name", "c"), ("symbol", "-→"),
         ("name", "d")]
+
+
+@pytest.mark.parametrize("text", ["a --‘ b", "c --→ d", "e ---é", "f --\u00a0"])
+def test_dashes_then_non_ascii_are_refused(text):
+    """Comment or operator hangs on Unicode tables that differ between Python and GHC."""
+    err = refused(HEADER + text + "\n")
+    assert "'--'" in err.message and err.details["line"] == 2
 
 
 @pytest.mark.parametrize(
@@ -232,8 +243,8 @@ def test_opening_quote_punctuation_is_no_operator_character():
         HEADER + 's = "\\^\\"; foreign import ccall "exit" c :: Int -> IO () -- "\n',
         HEADER + 's = \'\\^\\\'; foreign import ccall "exit" c :: Int -> IO ()\n',
         HEADER + 's = "\\^\\\\^\\"; foreign export ccall "write" h :: Int -> IO Int -- "\n',
-        # the old lexer took --‘ for an operator and the gap's next line for a string
-        HEADER + 'x = a $ --‘ "\\\n  \\_ -> 1; foreign import ccall "exit" c :: IO () -- "\n',
+        # a string gap in what GHC reads as a comment must not hide the next line
+        HEADER + 'x = a $ -- "\\\n  \\_ -> 1; foreign import ccall "exit" c :: IO () -- "\n',
         HEADER + "x = 1foreign\n",
     ],
 )
