@@ -17,7 +17,12 @@ Two GHC runs, both inside :func:`sandbox.run` (GHC itself reads untrusted input)
    knows is switched off (a LANGUAGE pragma the lint allowed switches its own back on),
    and every helper program GHC could run for one module (CPP, ``-F`` preprocessor,
    unlit, the C compiler that builds ``foreign export`` stubs, LLVM) is a path that
-   does not exist, so even an FFI or CPP pragma that slipped past the lint fails.
+   does not exist. So a ``foreign`` declaration the lint missed is a parse error, and
+   CPP or a ``foreign export`` fails even if a pragma for them slipped past the lint;
+   a ``foreign import`` behind a slipped FFI pragma would compile but stay inert (it
+   must be in IO under Safe Haskell, and no IO action of the user's is ever run).
+   File-header ``OPTIONS_GHC`` pragmas override command-line flags: only the lint
+   (and the OS sandbox) stand against those.
 2. Our ``Main.hs`` (trusted, not Safe) type-checked against the resulting interface
    (so a ``model`` of the wrong type is a compile error, not undefined behaviour) and
    linked with ``-threaded -rtsopts``.
@@ -86,8 +91,9 @@ _NOT_SWITCHABLE = frozenset({"Haskell98", "Haskell2010", "Safe", "Trustworthy", 
 #: (GHC then prints a harmless "Couldn't figure out C compiler information" warning,
 #: removed from messages by :func:`clean_message`.)
 NO_PROGRAM = "/nonexistent/ppl-audit-refused"
-TOOL_FLAGS: tuple[str, ...] = tuple(arg for tool in ("P", "F", "L", "c", "i", "lo", "lc")
-                   for arg in (f"-pgm{tool}", f"{NO_PROGRAM}-{tool}"))
+TOOL_FLAGS: tuple[str, ...] = tuple(
+    arg for tool in ("P", "F", "L", "c", "i", "lo", "lc")
+    for arg in (f"-pgm{tool}", f"{NO_PROGRAM}-{tool}"))
 
 _TOOL_USES = {"P": "the C preprocessor (CPP)", "F": "a source preprocessor (-F)",
               "L": "unlit (literate Haskell)",
