@@ -12,7 +12,17 @@ Two GHC runs, both inside :func:`sandbox.run` (GHC itself reads untrusted input)
    belong to no warning flag; ``-Werror`` turns them into errors, while ``-w``
    switches off every *flagged* warning so that ordinary user warnings (tabs,
    overlapping patterns, unused names) do not fail the build. ``-Werror=unsafe`` does
-   not catch them (measured).
+   not catch them (measured). Defence in depth behind the lint (:func:`untrusted_flags`):
+   the language is pinned to Haskell 2010 without the FFI, every other extension GHC
+   knows is switched off (a LANGUAGE pragma the lint allowed switches its own back on),
+   and every helper program GHC could run for one module (CPP, ``-F`` preprocessor,
+   unlit, the C compiler that builds ``foreign export`` stubs, LLVM) is a path that
+   does not exist. So a ``foreign`` declaration the lint missed is a parse error, and
+   CPP or a ``foreign export`` fails even if a pragma for them slipped past the lint;
+   a ``foreign import`` behind a slipped FFI pragma would compile but stay inert (it
+   must be in IO under Safe Haskell, and no IO action of the user's is ever run).
+   File-header ``OPTIONS_GHC`` pragmas override command-line flags: only the lint
+   (and the OS sandbox) stand against those.
 2. Our ``Main.hs`` (trusted, not Safe) type-checked against the resulting interface
    (so a ``model`` of the wrong type is a compile error, not undefined behaviour) and
    linked with ``-threaded -rtsopts``.
@@ -22,11 +32,13 @@ normalised source, the library build hash, the GHC version and the flags.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
 import re
 import shutil
+import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
@@ -39,7 +51,8 @@ from workers.errors import CompileError, ResourceLimit
 
 log = logging.getLogger(__name__)
 
-#: Importable modules per package (module thinning); the union is lint.ALLOWED_IMPORTS.
+#: Importable modules per package (module thinning), as the user's program names them;
+#: the union is lint.ALLOWED_IMPORTS.
 EXPOSED_MODULES: dict[str, tuple[str, ...]] = {
     "base": (
         "Prelude", "Data.List", "Data.Maybe", "Data.Ord", "Data.Function",
@@ -51,6 +64,10 @@ EXPOSED_MODULES: dict[str, tuple[str, ...]] = {
     "containers": ("Data.Map", "Data.Map.Strict"),
 }
 
+#: Exposed names backed by another module (thinning with renaming): a user's
+#: ``import LazyPPL`` gets the SPEC §2.2 surface, without samplers or constructors.
+RENAMED_MODULES: dict[str, str] = {"LazyPPL": "LazyPPL.Surface"}
+
 #: Flags for the untrusted module, before the package database and -package flags.
 SAFE_FLAGS: tuple[str, ...] = (
     "-XSafe", "-fpackage-trust",
@@ -58,6 +75,53 @@ SAFE_FLAGS: tuple[str, ...] = (
     "-fforce-recomp", "-w", "-Werror", "-O2",
     "-i",  # no source search path: Model.hs can import nothing local
 )
+
+#: Extensions on in every user module: Haskell 2010's own set (GHC 9.0's
+#: ``languageExtensions (Just Haskell2010)``) without ForeignFunctionInterface.
+DEFAULT_EXTENSIONS = frozenset({
+    "ImplicitPrelude", "StarIsType", "CUSKs", "MonomorphismRestriction", "DatatypeContexts",
+    "TraditionalRecordSyntax", "EmptyDataDecls", "PatternGuards", "DoAndIfThenElse",
+    "RelaxedPolyRec",
+})
+#: Language names and Safe Haskell modes: not extensions that -XNo can switch off.
+_NOT_SWITCHABLE = frozenset({"Haskell98", "Haskell2010", "Safe", "Trustworthy", "Unsafe"})
+
+#: What GHC runs instead of CPP, the -F preprocessor, unlit, the C compiler (foreign
+#: export stubs), the interpreter and LLVM when compiling the user's module: nothing.
+#: (GHC then prints a harmless "Couldn't figure out C compiler information" warning,
+#: removed from messages by :func:`clean_message`.)
+NO_PROGRAM = "/nonexistent/ppl-audit-refused"
+TOOL_FLAGS: tuple[str, ...] = tuple(
+    arg for tool in ("P", "F", "L", "c", "i", "lo", "lc")
+    for arg in (f"-pgm{tool}", f"{NO_PROGRAM}-{tool}"))
+
+_TOOL_USES = {"P": "the C preprocessor (CPP)", "F": "a source preprocessor (-F)",
+              "L": "unlit (literate Haskell)",
+              "c": "the C compiler (foreign export or C stubs)",
+              "i": "the interpreter", "lo": "LLVM", "lc": "LLVM"}
+
+
+@functools.lru_cache(maxsize=None)
+def language_flags() -> tuple[str, ...]:
+    """``-XHaskell2010`` and ``-XNo<E>`` for every extension E this GHC supports that is
+    not in :data:`DEFAULT_EXTENSIONS` (asked of GHC once per process, so a newer GHC's
+    new extensions are off too)."""
+    done = subprocess.run([ghc_executable(), "--supported-extensions"], capture_output=True,
+                          text=True, check=True, env={"PATH": "/usr/bin:/bin"})
+    supported = done.stdout.split()
+    if "ForeignFunctionInterface" not in supported:
+        raise RuntimeError("ghc --supported-extensions gave no usable list")
+    known = set(supported)
+    # "NoX" entries are the negations of X; NondecreasingIndentation merely starts so
+    off = [e for e in supported if not (e.startswith("No") and e[2:] in known)
+           and e not in DEFAULT_EXTENSIONS and e not in _NOT_SWITCHABLE]
+    return ("-XHaskell2010", *(f"-XNo{e}" for e in off))
+
+
+def untrusted_flags() -> tuple[str, ...]:
+    """Every flag for the user's module, before the package database and -package flags."""
+    return (*SAFE_FLAGS, *language_flags(), *TOOL_FLAGS)
+
 
 #: Flags for linking the trusted Main with the compiled model.
 LINK_FLAGS: tuple[str, ...] = ("-threaded", "-rtsopts", "-optl-s")  # -s: strip, 30% smaller
@@ -92,18 +156,22 @@ class CompiledProgram:
 
 
 def package_flags(build: LazypplBuild, *, thinned: bool) -> list[str]:
-    """-package-db and -package flags; ``thinned`` exposes only EXPOSED_MODULES."""
+    """-package-db and -package flags; ``thinned`` exposes only EXPOSED_MODULES (with
+    RENAMED_MODULES' renaming)."""
     flags = ["-package-db", str(build.package_db)]
     for package, modules in EXPOSED_MODULES.items():
-        flags += ["-package", f"{package} ({', '.join(modules)})" if thinned else package]
+        shown = [f"{RENAMED_MODULES[m]} as {m}" if m in RENAMED_MODULES else m
+                 for m in modules]
+        flags += ["-package", f"{package} ({', '.join(shown)})" if thinned else package]
     return flags
 
 
 def program_key(text: str, build: LazypplBuild) -> str:
     """Cache key of a normalised source under a given library build and flag set."""
     h = hashlib.sha256()
-    for part in (text, build.hash, build.ghc_version, " ".join(SAFE_FLAGS),
-                 " ".join(LINK_FLAGS), MAIN_HS, repr(sorted(EXPOSED_MODULES.items()))):
+    for part in (text, build.hash, build.ghc_version, " ".join(untrusted_flags()),
+                 " ".join(LINK_FLAGS), MAIN_HS, repr(sorted(EXPOSED_MODULES.items())),
+                 repr(sorted(RENAMED_MODULES.items()))):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:32]
@@ -171,7 +239,7 @@ def compile_untrusted_module(text: str, work: Path, build: LazypplBuild, *,
     """
     (work / "Model.hs").write_text(text)
     (work / "out").mkdir(exist_ok=True)
-    argv = ["-c", "Model.hs", *SAFE_FLAGS, *package_flags(build, thinned=thinned),
+    argv = ["-c", "Model.hs", *untrusted_flags(), *package_flags(build, thinned=thinned),
             "-outputdir", "out"]
     _ghc(argv, work, build, limits)
 
@@ -242,7 +310,14 @@ def clean_message(text: str, work: Path, build: LazypplBuild) -> str:
     for path, shown in ((str(work) + "/", ""), (str(work), "."),
                         (str(build.root), "<lazyppl>")):
         text = text.replace(path, shown)
-    text = re.sub(r"/tmp/ppl-audit-ghc-[A-Za-z0-9_]+/?", "", text).strip()
+    text = re.sub(r"/tmp/ppl-audit-ghc-[A-Za-z0-9_]+/?", "", text)
+    text = re.sub(r"<no location info>: error:\s*Warning: Couldn't figure out C compiler "
+                  r"information!\s*Make sure you're using GNU gcc, or clang\s*", "", text)
+    text = text.strip()
+    refused_tool = re.search(re.escape(NO_PROGRAM) + r"-(\w+)", text)
+    if refused_tool:
+        what = _TOOL_USES.get(refused_tool.group(1), "an external program")
+        text = f"Model.hs: the program needs {what}, which is not allowed"
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[:MAX_MESSAGE_CHARS] + "\n... (message truncated)"
     return text

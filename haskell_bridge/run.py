@@ -29,7 +29,7 @@ import sandbox
 from haskell_bridge.compile import build_program, haskell_process_limits
 from haskell_bridge.paths import lazyppl_build
 from workers.errors import InvalidRequest, ProgramRuntimeError, ResourceLimit
-from workers.fit import Fit, scalar_names
+from workers.fit import Fit, ReportedNameError, check_reported_names
 
 #: Exit status the harness uses for errors in the user's program or data.
 USER_ERROR_EXIT = 3
@@ -195,22 +195,30 @@ def _decode(stdout: bytes) -> dict:
 
 
 def _draws_from_output(output: dict, chains: int) -> tuple[dict[str, np.ndarray], list[str]]:
-    """(chains, draws) arrays per scalar name, and the reported base names in order."""
-    names = list(output["names"])
-    shapes = output.get("shapes", {})
-    expected = [n for base, shape in shapes.items() for n in scalar_names(base, shape)]
-    if len(set(names)) != len(names) or (shapes and sorted(expected) != sorted(names)):
-        raise ProgramRuntimeError(
-            "the draw reports duplicate or inconsistent names: " + ", ".join(names[:20]),
-            language="lazyppl")
+    """(chains, draws) arrays per scalar name, and the reported base names in order.
+
+    The names are checked against SPEC §2.3 (workers.fit.check_reported_names: strict
+    grammar, dense 1-based indices, at most MAX_SCALARS) before anything else reads
+    them, so a ``scalar "x]"`` is an error naming it, not a failure further on.
+    """
+    try:
+        layout = check_reported_names(output.get("names"), output.get("shapes"))
+    except ReportedNameError as err:
+        raise ProgramRuntimeError(f"the LazyPPL program reports an invalid parameter "
+                                  f"name: {err}", language="lazyppl", name=err.name) from None
+    names = output["names"]
     if len(output["chains"]) != chains:
         raise ProgramRuntimeError(
             f"the harness returned {len(output['chains'])} chains, expected {chains}",
             language="lazyppl")
     per_chain = []
     for chain in output["chains"]:
-        rows = [[math.nan if v is None else v for v in row] for row in chain["draws"]]
-        arr = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(names))
+        try:
+            rows = [[math.nan if v is None else v for v in row] for row in chain["draws"]]
+            arr = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(names))
+        except (TypeError, ValueError, KeyError) as err:
+            raise ProgramRuntimeError(f"malformed draws from the LazyPPL harness: {err}",
+                                      language="lazyppl") from None
         per_chain.append(arr)
     lengths = {a.shape[0] for a in per_chain}
     if len(lengths) != 1:
@@ -218,6 +226,4 @@ def _draws_from_output(output: dict, chains: int) -> tuple[dict[str, np.ndarray]
                                   language="lazyppl")
     stacked = np.stack(per_chain)  # (chains, draws, names)
     draws = {name: np.ascontiguousarray(stacked[:, :, i]) for i, name in enumerate(names)}
-    reportable = list(shapes) if shapes else list(dict.fromkeys(
-        n.split("[")[0] for n in names))
-    return draws, reportable
+    return draws, list(layout)

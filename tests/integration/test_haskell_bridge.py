@@ -125,9 +125,29 @@ BYPASS = {
     "LANGUAGE Unsafe": ("{-# LANGUAGE Unsafe #-}\n" + PRELUDE, "Unsafe"),
     "RULES": (PRELUDE + "f :: Int\nf = 1\n{-# RULES \"f\" f = 2 #-}\n", "rules"),
     "non-IO foreign import": (
-        PRELUDE + 'foreign import ccall "abs" cAbs :: Int -> Int\n', "IO"),
+        "{-# LANGUAGE ForeignFunctionInterface #-}\n" + PRELUDE
+        + 'foreign import ccall "abs" cAbs :: Int -> Int\n', "IO"),
+    # Flag level: FFI is off unless a pragma turns it back on; foreign export stubs need
+    # the C compiler, which is a path that does not exist; so does CPP.
+    "foreign import without pragma": (
+        PRELUDE + 'foreign import ccall "exit" cExit :: Int -> IO ()\n',
+        "parse error on input ‘import’"),
+    "foreign export with FFI pragma": (
+        "{-# LANGUAGE ForeignFunctionInterface #-}\n" + PRELUDE
+        + 'foreign export ccall "write" hook :: Int -> Int -> Int -> IO Int\n'
+        'hook :: Int -> Int -> Int -> IO Int\nhook _ _ n = return n\n',
+        "needs the C compiler (foreign export or C stubs), which is not allowed"),
+    "CPP pragma": (
+        "{-# LANGUAGE CPP #-}\n" + PRELUDE + "#define X 1\n",
+        "needs the C preprocessor (CPP), which is not allowed"),
+    "MagicHash": (
+        PRELUDE + "x :: Int\nx = I# 1#\n", "parse error"),
     "System.Process": (PRELUDE + "import System.Process (system)\n", "System.Process"),
     "LazyPPL.Harness": (PRELUDE + "import LazyPPL.Harness\n", "LazyPPL.Harness"),
+    # the user's "LazyPPL" is LazyPPL.Surface renamed; neither real name is visible
+    "LazyPPL.Surface": (PRELUDE + "import LazyPPL.Surface\n", "LazyPPL.Surface"),
+    "LazyPPL.Internal.Chain": (PRELUDE + "import LazyPPL.Internal.Chain\n",
+                               "LazyPPL.Internal.Chain"),
     "Data.Map.Internal": (PRELUDE + "import Data.Map.Internal\n", "Data.Map.Internal"),
     "GHC.IO": (PRELUDE + "import GHC.IO (unsafePerformIO)\n", "GHC.IO"),
 }
@@ -274,3 +294,69 @@ def test_unknown_kernel_is_an_invalid_request(build):
         fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=1, limits=LIMITS,
                     **{**SMALL, "kernel": "no-such-kernel"})
     assert "no-such-kernel" in info.value.message
+
+
+# -- issue 9 attacks 5 and 6: a string escape the old lint mis-lexed -------------------
+# GHC reads \^\ as ONE control character (FS), so the string closes at the next quote;
+# the old lint skipped "backslash + one char" twice and thought the string went on, so
+# a foreign declaration on the same line was never seen (and FFI was on at compile time).
+FS_ESCAPE_ATTACKS = {
+    "foreign import": 's :: String\ns = "\\^\\"; foreign import ccall "exit" '
+                      'cExit :: Int -> IO () -- "\n',
+    "foreign export write": 's :: String\ns = "\\^\\"; foreign export ccall "write" '
+                            'hook :: Int -> Int -> Int -> IO Int -- "\n'
+                            'hook :: Int -> Int -> Int -> IO Int\nhook _ _ n = return n\n',
+}
+
+
+@pytest.mark.parametrize("what", sorted(FS_ESCAPE_ATTACKS))
+def test_foreign_declaration_after_a_control_escape_is_refused(what, build):
+    source = fresh(PRELUDE + FS_ESCAPE_ATTACKS[what] + TRIVIAL_MODEL)
+    with pytest.raises(ProgramRefused) as info:
+        fit_lazyppl(source, {}, seed=1, limits=LIMITS, **SMALL)
+    assert "foreign" in info.value.message.lower()
+    assert info.value.details["line"] == 6
+
+
+@pytest.mark.parametrize("what", sorted(FS_ESCAPE_ATTACKS))
+def test_compile_flags_alone_refuse_the_foreign_declaration(what, build):
+    """FFI is off at the flag level: with the lint bypassed GHC cannot parse it."""
+    message = _safe_step(PRELUDE + FS_ESCAPE_ATTACKS[what], build, thinned=True)
+    assert ("6:20: error: parse error on input ‘import’" in message
+            or "Perhaps you meant to use ForeignFunctionInterface?" in message), message
+
+
+def test_language_is_haskell2010_with_every_other_extension_off():
+    from haskell_bridge.compile import DEFAULT_EXTENSIONS, language_flags
+    from haskell_bridge.lint import ALLOWED_EXTENSIONS
+
+    flags = language_flags()
+    assert flags[0] == "-XHaskell2010"
+    off = {f[len("-XNo"):] for f in flags[1:]}
+    for ext in ("ForeignFunctionInterface", "CPP", "TemplateHaskell", "TemplateHaskellQuotes",
+                "QuasiQuotes", "MagicHash", "UnboxedTuples", "GHCForeignImportPrim",
+                "CApiFFI", "InterruptibleFFI", "UnliftedFFITypes", "PackageImports",
+                "GeneralizedNewtypeDeriving", "StaticPointers", "RebindableSyntax",
+                "ImplicitParams", "NondecreasingIndentation", "DataKinds"):
+        assert ext in off, ext
+    assert not off & DEFAULT_EXTENSIONS
+    # what the lint lets a pragma switch on is off until the pragma says so
+    assert {e for e in ALLOWED_EXTENSIONS if not e.startswith("No") and e != "Safe"} <= (
+        off | DEFAULT_EXTENSIONS)
+
+
+ALLOWED_PRAGMAS = """{-# LANGUAGE BangPatterns, LambdaCase, TupleSections, ScopedTypeVariables #-}
+{-# LANGUAGE MultiWayIf, RecordWildCards, GADTs, RankNTypes, NumericUnderscores #-}
+""" + PRELUDE + """
+sq :: forall a. Num a => a -> a
+sq !x = x * x
+pick :: Int -> Double
+pick = \\case { 0 -> 1_000; _ -> if | otherwise -> 2 }
+"""
+
+
+def test_allowed_extensions_switch_back_on_by_pragma(build):
+    with tempfile.TemporaryDirectory() as tmp:
+        compile_untrusted_module(normalise_source(ALLOWED_PRAGMAS + TRIVIAL_MODEL), Path(tmp),
+                                 build, limits=LIMITS)
+        assert (Path(tmp) / "out" / "Model.o").is_file()

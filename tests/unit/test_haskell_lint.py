@@ -174,3 +174,99 @@ def test_eviction_keeps_the_most_recently_used(tmp_path):
         os.utime(binary, (1000 + i, 1000 + i))
     evict_old_programs(tmp_path, keep=2)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["k3", "k4"]
+
+
+# -- issue 9: the lexer follows the report's escapes, so nothing hides after them ----
+from haskell_bridge.lexer import Lexer  # noqa: E402
+
+
+def _values(source: str) -> list[tuple[str, str]]:
+    return [(t.kind, t.value) for t in Lexer(source).tokens() if t.kind in ("string", "char")]
+
+
+@pytest.mark.parametrize(
+    ("literal", "value"),
+    [
+        ('"\\^\\"', "\x1c"),                 # \^\ is FS, one character
+        ('"\\^@\\^[\\^]\\^^\\^_\\^A\\^Z"', "\x00\x1b\x1d\x1e\x1f\x01\x1a"),
+        ('"\\SOH"', "\x01"),                 # longest match: SOH, not SO + H
+        ('"\\SO\\&H"', "\x0eH"),             # \& separates
+        ('"\\SOHH\\SO"', "\x01H\x0e"),
+        ('"\\NUL\\DEL\\SP\\ESC\\DC1\\EM"', "\x00\x7f \x1b\x11\x19"),
+        ('"\\1234\\&5"', "\u04d25"),
+        ('"\\o777\\x10FFFF\\xaB"', "\u01ff\U0010ffff\xab"),
+        ('"\\a\\b\\f\\n\\r\\t\\v\\\\\\"\\\'"', "\a\b\f\n\r\t\v\\\"'"),
+        ('"a\\   \\b"', "ab"),                # string gap
+        ('"a\\\n   \\b"', "ab"),              # gap over a line break
+        ('"{- -- -}"', "{- -- -}"),
+        ("'\\^\\'", "\x1c"),
+        ("'\\SOH'", "\x01"),
+        ("'\"'", '"'),
+        ("'\\''", "'"),
+    ],
+)
+def test_escapes_decode_as_in_the_report(literal, value):
+    kind = "string" if literal.startswith('"') else "char"
+    assert _values(literal) == [(kind, value)]
+
+
+def test_primes_belong_to_identifiers():
+    toks = Lexer("f'' x' = x' 'a' y'z'").tokens()
+    assert [(t.kind, t.text) for t in toks] == [
+        ("name", "f''"), ("name", "x'"), ("symbol", "="), ("name", "x'"),
+        ("char", "'a'"), ("name", "y'z'")]
+
+
+def test_opening_quote_punctuation_is_no_operator_character():
+    # GHC classifies U+2018 as other_graphic, U+2192 as a symbol (the old lint took
+    # every punctuation character for a symbol)
+    from haskell_bridge.lexer import is_symbol
+
+    assert not is_symbol("‘") and not is_symbol("(") and is_symbol("→") and is_symbol("-")
+    toks = Lexer("a -- ‘ b\nc -→ d\n").tokens()
+    assert [(t.kind, t.text) for t in toks] == [
+        ("name", "a"), ("comment", "-- ‘ b"), ("name", "c"), ("symbol", "-→"),
+        ("name", "d")]
+
+
+@pytest.mark.parametrize("text", ["a --‘ b", "c --→ d", "e ---é", "f --\u00a0"])
+def test_dashes_then_non_ascii_are_refused(text):
+    """Comment or operator hangs on Unicode tables that differ between Python and GHC."""
+    err = refused(HEADER + text + "\n")
+    assert "'--'" in err.message and err.details["line"] == 2
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # \^\ closes nothing: the string ends at the next quote and foreign is code
+        HEADER + 's = "\\^\\"; foreign import ccall "exit" c :: Int -> IO () -- "\n',
+        HEADER + 's = \'\\^\\\'; foreign import ccall "exit" c :: Int -> IO ()\n',
+        HEADER + 's = "\\^\\\\^\\"; foreign export ccall "write" h :: Int -> IO Int -- "\n',
+        # a string gap in what GHC reads as a comment must not hide the next line
+        HEADER + 'x = a $ -- "\\\n  \\_ -> 1; foreign import ccall "exit" c :: IO () -- "\n',
+        HEADER + "x = 1foreign\n",
+    ],
+)
+def test_foreign_after_tricky_lexemes_is_seen(source):
+    err = refused(source)
+    assert "foreign" in err.message.lower()
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [
+        (HEADER + 's = "\\^a"\n', "control escape"),
+        (HEADER + 's = "\\q"\n', "unknown escape"),
+        (HEADER + 's = "\\x"\n', "numeric escape"),
+        (HEADER + 's = "\\1114112"\n', "out of range"),
+        (HEADER + "c = '\\&'\n", "\\&"),
+        (HEADER + 's = "a\tb"\n', "U+0009"),
+        (HEADER + 's = "a\\  b"\n', "gap"),
+        (HEADER + "x = \u00a0 1\n", "U+00A0"),
+        (HEADER + "x = 1 -- \u2028 y\n", "U+2028"),
+    ],
+)
+def test_outside_the_lexical_syntax_is_refused(source, words):
+    err = refused(source)
+    assert words.lower() in err.message.lower(), err.message

@@ -26,12 +26,15 @@ module LazyPPL.Bridge
   , fieldShape
   , fieldValues
   , scalarNames
+  , validBaseName
+  , maxScalars
   ) where
 
 import Control.DeepSeq (NFData (..))
 import qualified Data.Aeson as A
 import qualified Data.Aeson.Key as K
 import qualified Data.Aeson.KeyMap as KM
+import Data.Char (isAsciiLower, isAsciiUpper, isDigit)
 import Data.List (intercalate)
 import qualified Data.Scientific as S
 import qualified Data.Vector as V
@@ -148,15 +151,39 @@ matrix name rows = case map length rows of
     | any (/= c) cs -> error ("matrix " ++ show name ++ ": rows must have equal length")
     | otherwise -> Field name [length rows, c] (concat rows)
 
--- | Collect fields into a draw.  Names must be distinct and non-empty.
+-- | Most scalars a draw may report, all fields together; ppl-audit's
+-- @workers.fit.MAX_SCALARS@ is the same number.
+maxScalars :: Int
+maxScalars = 10000
+
+-- | Collect fields into a draw.  Names must be distinct SPEC §2.3 base names
+-- (a letter or underscore, then letters, digits or underscores; at most 100
+-- characters), and the draw may hold at most 'maxScalars' scalars.
 draw :: [Field] -> Draw
 draw fs = case duplicates (map fieldName fs) of
   (n : _) -> error ("draw: the name " ++ show n ++ " is used twice")
-  [] | any (null . fieldName) fs -> error "draw: a field has an empty name"
-     | otherwise -> Draw fs
+  []
+    | any (null . fieldName) fs -> error "draw: a field has an empty name"
+    | (n : _) <- filter (not . validBaseName) (map fieldName fs) ->
+        error ("draw: " ++ show n ++ " is not a parameter name (SPEC 2.3: a letter or "
+               ++ "underscore, then letters, digits or underscores, e.g. mu or theta)")
+    | total > maxScalars ->
+        error ("draw: " ++ show total ++ " scalars, more than the limit of "
+               ++ show maxScalars)
+    | otherwise -> Draw fs
   where
+    total = sum [product (fieldShape f) | f <- fs]
     duplicates [] = []
     duplicates (n : ns) = [n | n `elem` ns] ++ duplicates (filter (/= n) ns)
+
+-- | A SPEC §2.3 base name: @[A-Za-z_][A-Za-z0-9_]*@, at most 100 characters.
+validBaseName :: String -> Bool
+validBaseName name = case name of
+  c : cs -> length name <= 100 && (isAsciiLetter c || c == '_')
+              && all (\x -> isAsciiLetter x || isDigit x || x == '_') cs
+  [] -> False
+  where
+    isAsciiLetter x = isAsciiUpper x || isAsciiLower x
 
 -- | The fields of a draw, in order.
 drawFields :: Draw -> [Field]
