@@ -29,7 +29,7 @@ import sandbox
 from haskell_bridge.compile import build_program, haskell_process_limits
 from haskell_bridge.paths import lazyppl_build
 from workers.errors import InvalidRequest, ProgramRuntimeError, ResourceLimit
-from workers.fit import Fit, ReportedNameError, check_reported_names
+from workers.fit import MAX_SCALARS, Fit, ReportedNameError, check_reported_names
 
 #: Exit status the harness uses for errors in the user's program or data.
 USER_ERROR_EXIT = 3
@@ -101,9 +101,6 @@ def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int
     )
 
 
-#: Most scalars a LazyPPL program may report per draw (the corpus's largest reports
-#: a few hundred); the output cap below is sized by it.
-MAX_SCALARS = 2_000
 #: Bytes of JSON per reported number (``-1.2345678901234567e-100,``) and per draw row.
 _BYTES_PER_NUMBER = 26
 _FIXED_OUTPUT_BYTES = 4 << 20

@@ -12,7 +12,7 @@ _SCALAR = re.compile(r"^(?P<base>[^\[\]]+)(\[(?P<idx>[0-9, ]+)\])?$")
 
 #: Most scalars one fit may report, all parameters together (a model reports a few
 #: dozen; posteriordb's largest references have a few hundred). More is refused.
-MAX_SCALARS = 10_000
+MAX_SCALARS = 2_000
 #: Longest base name accepted, in characters.
 MAX_BASE_CHARS = 100
 #: SPEC §2.3 names, strictly: a base name is an identifier (posteriordb/Stan style);

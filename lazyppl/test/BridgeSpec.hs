@@ -57,8 +57,8 @@ spec = do
       failsWith "draw: \"x]\" is not a parameter name" (length (drawFields (draw [scalar "x]" 1])))
       failsWith "draw: \"alpha[200000]\" is not a parameter name"
         (length (drawFields (draw [scalar "mu" 0, scalar "alpha[200000]" 1])))
-      failsWith "draw: 10050 scalars, more than the limit of 10000"
-        (length (drawFields (draw [vector "v" (replicate 5000 0), matrix "m" (replicate 50 (replicate 101 0))])))
+      failsWith "draw: 2050 scalars, more than the limit of 2000"
+        (length (drawFields (draw [vector "v" (replicate 1000 0), matrix "m" (replicate 10 (replicate 105 0))])))
       length (drawFields (draw [vector "v" (replicate maxScalars 0)])) `shouldBe` 1
       map validBaseName ["mu", "_x1", "theta_trans", "A"] `shouldBe` [True, True, True, True]
       map validBaseName ["", "1a", "a b", "a.b", "x]", "\956", replicate 101 'a'] `shouldBe` replicate 7 False

@@ -131,7 +131,7 @@ BAD_NAMES = {
     "alpha[200000]": 'scalar "alpha[200000]" x',
     "theta[1]": 'scalar "theta[1]" x, vector "theta" [x, x]',
     "a b": 'scalar "a b" x',
-    "10000": 'vector "big" (replicate 10001 x)',
+    "2000": 'vector "big" (replicate 2001 x)',
 }
 
 

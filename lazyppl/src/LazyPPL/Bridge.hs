@@ -154,7 +154,7 @@ matrix name rows = case map length rows of
 -- | Most scalars a draw may report, all fields together; ppl-audit's
 -- @workers.fit.MAX_SCALARS@ is the same number.
 maxScalars :: Int
-maxScalars = 10000
+maxScalars = 2000
 
 -- | Collect fields into a draw.  Names must be distinct SPEC §2.3 base names
 -- (a letter or underscore, then letters, digits or underscores; at most 100
