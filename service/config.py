@@ -43,10 +43,11 @@ class CelerySettings(BaseModel):
 
     @property
     def scope_wall_seconds(self) -> float:
-        """The most wall time a scope's fits may take in one task: 0.8 × the hard limit,
-        so the sandbox kills the fits and the scope is stored before the soft limit
-        (whose exception cannot interrupt fits waited on in threads)."""
-        return self.task_time_limit * 0.8
+        """The most wall time a scope's fits may take in one task: the soft limit less
+        max(30 s, 0.1 × the hard limit), so the sandbox kills the fits (their compile
+        time comes on top of this) and the scope is stored before the soft limit, whose
+        exception cannot interrupt fits waited on in threads. 2880 s at the default."""
+        return self.soft_time_limit - max(30.0, 0.1 * self.task_time_limit)
 
     @property
     def effective_visibility_timeout(self) -> int:
