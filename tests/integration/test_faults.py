@@ -86,6 +86,12 @@ def test_broker_restarted_empty_every_audit_still_completes_once(
         fault_end = time.monotonic()
         wait_for(lambda: _all_finished(db_sessions, ids), 600, 1, "every audit to finish")
         print(f"broker restarted empty: all finished {time.monotonic() - fault_end:.0f} s later")
+        with db_sessions() as s:  # the two queued ones were re-sent by the reconciler
+            resent = s.scalar(sa.text(
+                "SELECT count(*) FROM audit_scopes sc JOIN audits a ON a.id = sc.audit_id "
+                "WHERE a.id = ANY(:ids) AND sc.dispatched_at > a.created_at + interval '3 s'"),
+                {"ids": ids[1:]})
+        assert resent == 2
         reference = _numbers(client.get(f"/api/v1/audits/{control}").json())
         for aid in ids:
             audit = client.get(f"/api/v1/audits/{aid}").json()
