@@ -60,7 +60,8 @@ class Watchdog:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.is_alive():
+            self._thread.join(timeout=10)
         try:
             with self.sessions.begin() as s:
                 work_repo.forget_worker(s, self.name)

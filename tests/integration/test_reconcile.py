@@ -202,3 +202,51 @@ def test_a_step_rides_out_a_cut_database_connection(database_url):
     finally:
         proxy.close()
         engine.dispose()
+
+
+def test_the_worker_watchdog_beats_reconciles_and_health_reports_it(
+        db_sessions, dispatcher, client, service_env):
+    """One pass of the reconciler a worker runs, its idle cost in statements, and what
+    /api/v1/health and `ppl-audit status` then report."""
+    import json
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+    from workers.watchdog import Watchdog
+
+    dog = Watchdog(dispatcher.app, f"test-dog-{secrets.token_hex(3)}")
+    statements = []
+    sa.event.listen(dog.engine, "before_cursor_execute",
+                    lambda *a, **k: statements.append(a[2].split()[0]))
+    aid = _audit(db_sessions, scopes=("visible",), dispatched=utcnow() - HOUR)
+    steps.claim_scope(db_sessions, aid, "visible", steps.Lease("gone:1:t", seconds=0.5))
+    time.sleep(0.6)
+    first = dog.run_once()
+    assert (aid, "visible") in first.scopes  # the expired lease was re-sent
+    statements.clear()
+    dog.run_once()
+    per_pass = len(statements)
+    print(f"reconciler idle pass: {per_pass} statements "
+          f"({per_pass * 60 / dog.work.reconcile_seconds:.0f} per minute at the default interval)")
+    assert per_pass <= 12
+    health = client.get("/api/v1/health").json()
+    assert health["database"] and health["broker"]
+    assert health["work"]["live_workers"] >= 1
+    assert health["work"]["running_units"] >= 1 and health["work"]["expired_leases"] >= 1
+    assert health["work"]["oldest_running_seconds"] >= 0.6
+    out = subprocess.run([sys.executable, "-m", "service.cli", "status", "--json"], cwd=ROOT,
+                         env={**__import__("os").environ, **service_env}, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 1, out.stderr  # an expired lease is unhealthy
+    assert json.loads(out.stdout)["work"]["live_workers"] >= 1
+    text = subprocess.run([sys.executable, "-m", "service.cli", "status"], cwd=ROOT,
+                          env={**__import__("os").environ, **service_env}, capture_output=True,
+                          text=True, timeout=120).stdout
+    assert "workers" in text and "expired lease" in text
+    page = client.get(f"/audits/{aid}").text
+    assert "last picked up by a worker" in page
+    dog.stop()
+    with db_sessions() as s:  # a stopped worker no longer counts as live
+        assert s.scalar(sa.text("SELECT count(*) FROM worker_heartbeats WHERE name = :n"),
+                        {"n": dog.name}) == 0
