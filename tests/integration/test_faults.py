@@ -24,10 +24,11 @@ from tests.integration.test_celery_worker import TINY, _mid_fit, assert_stored_o
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-#: a quick reconciler, so a test waits seconds, not minutes
-FAST_RECONCILER = {"PPL_AUDIT_WORK__LEASE_SECONDS": "12", "PPL_AUDIT_WORK__HEARTBEAT_SECONDS": "2",
-                   "PPL_AUDIT_WORK__RECONCILE_SECONDS": "3",
-                   "PPL_AUDIT_WORK__DISPATCH_GRACE_SECONDS": "5"}
+#: a quick reconciler, so a test waits seconds, not minutes; PPL_AUDIT_TEST_DEFAULT_WORK=1
+#: keeps the defaults (lease 90 s, pass every 30 s, grace 30 s) to measure recovery times
+FAST_RECONCILER = {} if os.environ.get("PPL_AUDIT_TEST_DEFAULT_WORK") else {
+    "PPL_AUDIT_WORK__LEASE_SECONDS": "12", "PPL_AUDIT_WORK__HEARTBEAT_SECONDS": "2",
+    "PPL_AUDIT_WORK__RECONCILE_SECONDS": "3", "PPL_AUDIT_WORK__DISPATCH_GRACE_SECONDS": "5"}
 
 
 def _status(db_sessions, ids) -> dict:
