@@ -87,6 +87,10 @@ def run_audit_scope(self, *, audit_id: str, scope: str) -> str:
             outcome = steps.fit_scope(job, steps.progress_recorder(sessions(), aid),
                                       app.ppl_settings.celery.scope_wall_seconds)
     except INFRASTRUCTURE:
+        try:  # let the retry (maybe in another pool process) claim it without waiting
+            steps.release_scope(sessions(), aid, scope, lease.owner)
+        except Exception:
+            pass  # the lease then expires and the retry or the reconciler takes over
         raise
     except SoftTimeLimitExceeded:  # backstop: the wall cap above normally ends fits first
         _after_audit_stopped(db(steps.fail, sessions(), aid, ResourceLimit(

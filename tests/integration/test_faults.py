@@ -20,7 +20,7 @@ import sqlalchemy as sa
 from service import steps
 from tests.conftest import wait_for
 from tests.faults import OwnRedis, TcpProxy, descendants
-from tests.integration.test_celery_worker import TINY, _mid_fit, assert_stored_once, pair
+from tests.integration.test_celery_worker import TINY, _mid_fit, assert_stored_once, pair, stored
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -99,6 +99,47 @@ def test_broker_restarted_empty_every_audit_still_completes_once(
             assert audit["status"] == "done", audit["reason"]
             assert _numbers(audit) == reference
             assert_stored_once(db_sessions, audit)
+    app.state.engine.dispose()
+
+
+def test_a_batch_resumes_after_the_broker_lost_its_queue(
+        own_redis, service_settings, auth_headers, start_worker, db_sessions):
+    from fastapi.testclient import TestClient
+
+    from service.api import create_app
+
+    app = create_app(service_settings.model_copy(update={"broker_url": own_redis.url}))
+    start_worker("batch-fault", env={**FAST_RECONCILER, "PPL_AUDIT_BROKER_URL": own_redis.url})
+    names = ["eight_schools-eight_schools_noncentered", "kidiq-kidscore_momhs"]
+    with TestClient(app) as client:
+        r = client.post("/api/v1/batches", json={"source": "posteriordb", "posteriors": names,
+                                                 "settings": TINY}, headers=auth_headers)
+        assert r.status_code == 202, r.text
+        url = r.json()["url"]
+
+        def fitting():
+            audits = client.get(url).json()["audits"]
+            return len(audits) == 2 and any(_mid_fit(client, a["url"]) for a in audits)
+        wait_for(fitting, 300, 1, "the batch to fan out and start fitting")
+        own_redis.kill()
+        own_redis.start()
+        fault_end = time.monotonic()
+        batch = wait_for(lambda: (lambda b: b if b["status"] == "done" else None)(
+            client.get(url).json()), 900, 2, "the batch to finish")
+        print(f"batch: finished {time.monotonic() - fault_end:.0f} s after the broker came back")
+        with db_sessions() as s:  # the reconciler re-sent what the broker lost
+            resent = s.scalar(sa.text(
+                "SELECT count(*) FROM audit_scopes sc JOIN audits a ON a.id = sc.audit_id "
+                "WHERE a.batch_id = :b AND sc.dispatched_at > a.created_at + interval '3 s'"),
+                {"b": batch["id"]})
+        assert resent >= 1
+        assert batch["progress"]["done"] == 2 and batch["summary"]["total"] == 2
+        for a in batch["audits"]:
+            audit = client.get(a["url"]).json()
+            assert audit["status"] == "done", audit["reason"]
+            rows = stored(db_sessions, audit["id"])  # (rows, distinct keys) per table
+            assert all(total == distinct for total, distinct in rows.values()), rows
+            assert rows["scope_results"][0] == 2
     app.state.engine.dispose()
 
 
