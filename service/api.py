@@ -140,8 +140,8 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
     def health() -> dict:
         """``queued_tasks``: messages in the broker's queue; ``work``: live workers
         (heartbeat within 3 reconciler intervals), open scopes queued / running, leases
-        expired, and the oldest queued (since dispatch) / running (since pick-up) scope's
-        age in seconds (service/README.md, "Guarantees")."""
+        expired, the oldest waiting audit's age (since submission) and the oldest running
+        scope's (since pick-up), in seconds (service/README.md, "Guarantees")."""
         return service_health(app.state.sessions, dispatcher, settings)
 
     app.include_router(routes_audits.router)

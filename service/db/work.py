@@ -167,7 +167,9 @@ def forget_worker(session: Session, name: str) -> None:
 
 def health(session: Session, now: dt.datetime, live_within: float) -> dict:
     """Stuck-work figures: live workers (heartbeat within ``live_within`` s), open units,
-    how many have an expired lease, and the oldest queued/running unit's age (seconds)."""
+    how many have an expired lease, and in seconds the age of the oldest audit with a
+    scope waiting for a worker (since submission, re-sends do not reset it) and of the
+    oldest running scope (since it was picked up)."""
     live = session.scalar(sa.select(sa.func.count()).select_from(WorkerHeartbeat).where(
         WorkerHeartbeat.seen_at > now - dt.timedelta(seconds=live_within))) or 0
     units = open_scopes(session)
@@ -176,8 +178,9 @@ def health(session: Session, now: dt.datetime, live_within: float) -> dict:
     picked = dict(session.execute(
         sa.select(AuditScope.id, AuditScope.picked_at).join(Audit, Audit.id == AuditScope.audit_id)
         .where(Audit.status == "running", AuditScope.lease_owner.is_not(None))).all())
-    created = session.scalar(sa.select(sa.func.min(Audit.created_at)).where(Audit.status == "queued"))
-
+    waiting = {u.audit_id for u in queued}
+    created = session.scalar(sa.select(sa.func.min(Audit.created_at))
+                             .where(Audit.id.in_(waiting))) if waiting else None
     def age(t):
         return round((now - t).total_seconds(), 1) if t is not None else None
 
@@ -187,7 +190,6 @@ def health(session: Session, now: dt.datetime, live_within: float) -> dict:
         "running_units": len(running),
         "expired_leases": sum(1 for u in running if u.lease_expires_at is None
                               or u.lease_expires_at <= now),
-        "oldest_queued_seconds": age(min((u.dispatched_at for u in queued if u.dispatched_at),
-                                         default=created)),
+        "oldest_queued_seconds": age(created),
         "oldest_running_seconds": age(min((t for t in picked.values() if t), default=None)),
     }

@@ -221,6 +221,7 @@ def test_the_worker_watchdog_beats_reconciles_and_health_reports_it(
                     lambda *a, **k: statements.append(a[2].split()[0]))
     aid = _audit(db_sessions, scopes=("visible",), dispatched=utcnow() - HOUR)
     steps.claim_scope(db_sessions, aid, "visible", steps.Lease("gone:1:t", seconds=0.5))
+    waiting = _audit(db_sessions, scopes=("visible",))  # submitted, never picked up
     time.sleep(0.6)
     first = dog.run_once()
     assert (aid, "visible") in first.scopes  # the expired lease was re-sent
@@ -235,6 +236,8 @@ def test_the_worker_watchdog_beats_reconciles_and_health_reports_it(
     assert health["work"]["live_workers"] >= 1
     assert health["work"]["running_units"] >= 1 and health["work"]["expired_leases"] >= 1
     assert health["work"]["oldest_running_seconds"] >= 0.6
+    assert health["work"]["queued_units"] >= 1 and health["work"]["oldest_queued_seconds"] >= 0.6
+    steps.fail(db_sessions, waiting, KeyError("done with it"))
     out = subprocess.run([sys.executable, "-m", "service.cli", "status", "--json"], cwd=ROOT,
                          env={**__import__("os").environ, **service_env}, capture_output=True,
                          text=True, timeout=120)
