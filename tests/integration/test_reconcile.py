@@ -253,3 +253,24 @@ def test_the_worker_watchdog_beats_reconciles_and_health_reports_it(
     with db_sessions() as s:  # a stopped worker no longer counts as live
         assert s.scalar(sa.text("SELECT count(*) FROM worker_heartbeats WHERE name = :n"),
                         {"n": dog.name}) == 0
+
+
+def test_the_broker_view_sees_queued_and_delivered_unacknowledged_messages(db_sessions, dispatcher):
+    """The ids come from Redis as kombu stores them: the queue list and, once a consumer
+    took a message without acknowledging it (acks_late), the ``unacked`` hash."""
+    aid = uuid.uuid4()
+    dispatcher.scope(aid, "visible")
+    dispatcher.finish(aid)
+    view = dispatcher.broker_view()
+    assert {scope_task_id(aid, "visible"), finish_task_id(aid)} <= view.queued
+    with dispatcher.app.connection_for_read() as conn:
+        queue = conn.SimpleQueue(dispatcher.app.conf.task_default_queue)
+        taken = [queue.get(timeout=5) for _ in range(2)]  # delivered, not acknowledged
+        view = dispatcher.broker_view()
+        assert not view.queued & {scope_task_id(aid, "visible"), finish_task_id(aid)}
+        assert {scope_task_id(aid, "visible"), finish_task_id(aid)} <= view.unacked
+        for message in taken:
+            message.ack()
+        queue.close()
+    view = dispatcher.broker_view()
+    assert not view.holds(scope_task_id(aid, "visible"))
