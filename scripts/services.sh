@@ -13,7 +13,10 @@ if ! redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null
   fi
   mkdir -p /var/lib/redis /var/log/redis
-  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+  # append-only file, fsync every second: a Redis restart keeps its queues (at most ~1 s
+  # of sends lost, which the workers' reconciler re-sends from the database)
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" \
+    --appendonly yes --appendfsync everysec --appendfilename ppl-audit.aof \
     --dir /var/lib/redis --logfile /var/log/redis/ci.log
   for _ in $(seq 30); do redis-cli -h 127.0.0.1 -p 6379 ping >/dev/null 2>&1 && break; sleep 1; done
 fi

@@ -68,6 +68,26 @@ def _mount_api_docs(app: FastAPI) -> None:
                                    swagger_favicon_url="/static/swagger-ui/favicon-32x32.png")
 
 
+def service_health(sessions, dispatcher, settings: Settings) -> dict:
+    """The health report (shared by the API and ``ppl-audit status``)."""
+    from service.db import work as work_repo
+    from service.db.base import utcnow
+
+    db_ok = broker_ok = True
+    work = None
+    try:
+        with sessions() as s:
+            work = work_repo.health(s, utcnow(), 3 * settings.work.reconcile_seconds)
+    except Exception:
+        db_ok = False
+    try:
+        queued = dispatcher.queue_length() if hasattr(dispatcher, "queue_length") else None
+    except Exception:
+        broker_ok, queued = False, None
+    return {"database": db_ok, "broker": broker_ok, "queued_tasks": queued, "work": work,
+            "version": VERSION}
+
+
 def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | None = None) -> FastAPI:
     settings = settings or get_settings()
     engine = make_engine(settings.database_url)
@@ -115,20 +135,14 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
         return JSONResponse({"message": "internal error (logged for the operators)", "errors": []},
                             status_code=500)
 
-    @app.get("/api/v1/health", tags=["service"], summary="Database and broker reachable?")
+    @app.get("/api/v1/health", tags=["service"],
+             summary="Database and broker reachable? Live workers, queue depth, stuck work")
     def health() -> dict:
-        db_ok = broker_ok = True
-        try:
-            with engine.connect() as conn:
-                conn.execute(sa.text("SELECT 1"))
-        except Exception:
-            db_ok = False
-        try:
-            queued = dispatcher.queue_length() if hasattr(dispatcher, "queue_length") else None
-        except Exception:
-            broker_ok, queued = False, None
-        return {"database": db_ok, "broker": broker_ok, "queued_tasks": queued,
-                "version": VERSION}
+        """``queued_tasks``: messages in the broker's queue; ``work``: live workers
+        (heartbeat within 3 reconciler intervals), open scopes queued / running, leases
+        expired, the oldest waiting audit's age (since submission) and the oldest running
+        scope's (since pick-up), in seconds (service/README.md, "Guarantees")."""
+        return service_health(app.state.sessions, dispatcher, settings)
 
     app.include_router(routes_audits.router)
     app.include_router(routes_batches.router)

@@ -8,6 +8,7 @@
     ppl-audit token list | token revoke NAME
     ppl-audit db upgrade                        Alembic migrations to head
     ppl-audit warm-cache                        compile our own programs into the shared cache
+    ppl-audit status [--json]                   queue depth, live workers, stuck work
 """
 from __future__ import annotations
 
@@ -149,6 +150,46 @@ def _db(args) -> int:
     return 0
 
 
+def _status(args) -> int:
+    """The health report of ``GET /api/v1/health``, read directly (no API needed).
+    Exit 1 when the database or broker is unreachable or a lease has expired."""
+    import json
+
+    from service.api import service_health
+    from service.db import make_engine, make_session_factory
+    from workers.celery_app import CeleryDispatcher, create_celery
+
+    settings = _settings()
+    engine = make_engine(settings.database_url)
+    try:
+        report = service_health(make_session_factory(engine),
+                                CeleryDispatcher(create_celery(settings)), settings)
+    finally:
+        engine.dispose()
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        work = report["work"] or {}
+        print(f"database   {'up' if report['database'] else 'UNREACHABLE'}")
+        print(f"broker     {'up' if report['broker'] else 'UNREACHABLE'}"
+              f"  ({report['queued_tasks']} task(s) in queue {settings.celery.queue!r})")
+        if work:
+            print(f"workers    {work['live_workers']} live")
+            print(f"scopes     {work['queued_units']} queued, {work['running_units']} running, "
+                  f"{work['expired_leases']} with an expired lease")
+            print(f"oldest     queued {_age(work['oldest_queued_seconds'])}, "
+                  f"running {_age(work['oldest_running_seconds'])}")
+    healthy = report["database"] and report["broker"] and not (report["work"] or {}).get(
+        "expired_leases")
+    return 0 if healthy else 1
+
+
+def _age(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
+
+
 def _local(name: str):
     def run(args) -> int:
         from service import local
@@ -208,6 +249,10 @@ def build_parser(local_arguments: bool = True) -> argparse.ArgumentParser:
     dsub.add_parser("upgrade", help="create the database if needed and migrate to head")
     dsub.add_parser("current", help="print the schema revision")
     d.set_defaults(func=_db)
+
+    st = sub.add_parser("status", help="queue depth, live workers, oldest queued/running work")
+    st.add_argument("--json", action="store_true", help="the health report as JSON")
+    st.set_defaults(func=_status)
     return p
 
 

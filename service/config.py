@@ -42,6 +42,14 @@ class CelerySettings(BaseModel):
         return int(self.task_time_limit * 0.9)
 
     @property
+    def scope_wall_seconds(self) -> float:
+        """The most wall time a scope's fits may take in one task: the soft limit less
+        max(30 s, 0.1 × the hard limit), so the sandbox kills the fits (their compile
+        time comes on top of this) and the scope is stored before the soft limit, whose
+        exception cannot interrupt fits waited on in threads. 2880 s at the default."""
+        return self.soft_time_limit - max(30.0, 0.1 * self.task_time_limit)
+
+    @property
     def effective_visibility_timeout(self) -> int:
         return self.visibility_timeout or self.task_time_limit + 600
 
@@ -52,6 +60,27 @@ class CelerySettings(BaseModel):
                 "celery.visibility_timeout must exceed celery.task_time_limit, otherwise "
                 "a running task is redelivered to a second worker"
             )
+        return self
+
+
+class WorkSettings(BaseModel):
+    """Leases and the reconciler (service/README.md, "Guarantees"). Seconds."""
+
+    lease_seconds: float = Field(90, gt=0, description="a claimed unit's lease; renewed while "
+                                 "it runs, re-dispatched by the reconciler once expired")
+    heartbeat_seconds: float = Field(15, gt=0, description="lease renewal interval")
+    reconcile_seconds: float = Field(30, gt=0, description="reconciler interval in each worker")
+    dispatch_grace_seconds: float = Field(30, ge=0, description="a dispatched unit whose message "
+                                          "is not in the broker after this long is re-sent")
+    max_lost_attempts: int = Field(3, ge=1, description="claims whose holder vanished (killed, "
+                                   "hard time limit) before the unit ends failed")
+    db_retry_seconds: float = Field(300, ge=0, description="how long a step retries a lost "
+                                    "database connection before giving up")
+
+    @model_validator(mode="after")
+    def _heartbeat_below_lease(self) -> "WorkSettings":
+        if self.heartbeat_seconds * 2 > self.lease_seconds:
+            raise ValueError("work.heartbeat_seconds must be at most half of work.lease_seconds")
         return self
 
 
@@ -75,6 +104,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(5 * 1024 * 1024, ge=1024, description="largest request body")
     reads_require_token: bool = False
     celery: CelerySettings = Field(default_factory=CelerySettings)
+    work: WorkSettings = Field(default_factory=WorkSettings)
 
     @model_validator(mode="after")
     def _no_default_secret_outside_development(self) -> "Settings":

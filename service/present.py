@@ -38,7 +38,13 @@ def audit_detail(session, a: Audit) -> dict:
             "status": "done" if r else ("pending" if a.status not in ("done", "failed") else "not run"),
             "verdict": r.verdict if r else None,
             "evidence": r.evidence if r else None,
+            # the unit of work (service/README.md, "Guarantees")
+            "work": {"dispatched_at": _iso(sc.dispatched_at), "picked_at": _iso(sc.picked_at),
+                     "lease_owner": sc.lease_owner,
+                     "lease_expires_at": _iso(sc.lease_expires_at),
+                     "attempts": sc.attempts, "lost_attempts": sc.lost_attempts},
         })
+    picked = [sc.picked_at for sc in a.scopes if sc.picked_at is not None]
     fits = [
         {"scope": scope, "language": lang, "look": look, "chains": chains, "draws": draws,
          "netcdf": f"{API}/audits/{a.id}/fits/{scope}/{lang}.nc"}
@@ -52,6 +58,7 @@ def audit_detail(session, a: Audit) -> dict:
         "programs": {"pymc": {"sha256": a.pymc_program.sha256},
                      "lazyppl": {"sha256": a.lazyppl_program.sha256}},
         "scopes": scopes,
+        "last_picked_at": _iso(max(picked)) if picked else None,
         "evidence": a.evidence,
         "fits": fits,
         "events": [

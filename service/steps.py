@@ -9,7 +9,9 @@ and the caller enqueues it after the commit.
 """
 from __future__ import annotations
 
+import datetime as dt
 import logging
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -19,6 +21,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from service.db import audits as audit_repo
 from service.db import batches as batch_repo
+from service.db import work as work_repo
+from service.db.base import utcnow
 from service.errors import audit_outcome
 from service.submission import Submission, create_audit
 from workers import compare, pipeline
@@ -43,18 +47,68 @@ class ScopeJob:
     posterior: str | None
 
 
-def claim_scope(sessions: Sessions, audit_id: uuid.UUID, scope: str) -> ScopeJob | None:
-    """Mark the audit running and return the job, or None if there is nothing to do."""
+@dataclass(frozen=True)
+class Stopped:
+    """The claim ended the audit (poison work); ``batch_id`` needs updating."""
+
+    batch_id: uuid.UUID | None
+
+
+@dataclass(frozen=True)
+class Lease:
+    """Who claims (``work.owner_name``), for how long (s), and after how many lost
+    attempts the unit is poison."""
+
+    owner: str
+    seconds: float = 90.0
+    max_lost: int = 3
+
+
+def lost_reason(n: int) -> str:
+    return (f"stopped after {n} attempts: each one killed its worker process or hit the "
+            "task's hard time limit before storing a result")
+
+
+def claim_scope(sessions: Sessions, audit_id: uuid.UUID, scope: str,
+                lease: Lease | None = None) -> ScopeJob | Stopped | None:
+    """Take the scope's lease, mark the audit running and return the job; None if there
+    is nothing to do (finished, or another live worker holds it); :class:`Stopped` when
+    its previous holders vanished ``lease.max_lost`` times (the audit is then failed)."""
+    lease = lease or Lease(work_repo.owner_name(None))
     with sessions.begin() as s:
         audit = audit_repo.lock_audit(s, audit_id)
         if audit is None or audit.status in FINAL:
             return None
         if audit_repo.has_scope_result(s, audit_id, scope):
             return None
-        data = audit_repo.scope_data(s, audit_id, scope)
-        if data is None:
+        unit = work_repo.lock_scope(s, audit_id, scope)
+        if unit is None:
             log.error("audit %s has no scope %r", audit_id, scope)
             return None
+        now = utcnow()
+        decision = work_repo.claim_decision(
+            unit.lease_owner, unit.lease_expires_at, now, lease.owner,
+            unit.lease_owner is not None and work_repo.holder_is_dead(unit.lease_owner))
+        if decision == work_repo.BUSY:
+            return None
+        if decision == work_repo.TAKE_LOST:
+            unit.lost_attempts += 1
+            audit_repo.add_event(s, audit_id=audit_id, batch_id=audit.batch_id, kind="lost",
+                                 message=f"scope {scope}: holder {unit.lease_owner} vanished "
+                                 f"(lost attempt {unit.lost_attempts})")
+            if unit.lost_attempts >= lease.max_lost:
+                reason = lost_reason(unit.lost_attempts)
+                unit.lease_owner = unit.lease_expires_at = None
+                audit_repo.set_status(s, audit, "failed", verdict=compare.ERROR, reason=reason,
+                                      error={"code": "lost", "message": reason,
+                                             "details": {"scope": scope,
+                                                         "lost_attempts": unit.lost_attempts}})
+                return Stopped(audit.batch_id)
+        work_repo.take_scope_lease(unit, lease.owner, now, lease.seconds)
+        audit_repo.add_event(s, audit_id=audit_id, batch_id=audit.batch_id, kind="picked",
+                             message=f"scope {scope} picked up by {lease.owner} "
+                             f"(attempt {unit.attempts})", data={"scope": scope})
+        data = audit_repo.scope_data(s, audit_id, scope)
         if audit.status == "queued":
             audit_repo.set_status(s, audit, "running")
         return ScopeJob(audit_id, scope, audit.pymc_program.source, audit.lazyppl_program.source,
@@ -62,15 +116,63 @@ def claim_scope(sessions: Sessions, audit_id: uuid.UUID, scope: str) -> ScopeJob
                         audit.posterior)
 
 
-def fit_scope(job: ScopeJob, progress: pipeline.Progress) -> pipeline.ScopeOutcome:
-    """Run the pipeline on one scope (long; no transaction open)."""
+def fit_scope(job: ScopeJob, progress: pipeline.Progress,
+              wall_seconds: float | None = None) -> pipeline.ScopeOutcome:
+    """Run the pipeline on one scope (long; no transaction open). ``wall_seconds`` caps
+    the audit's ``budget.wall_seconds`` (the task's time limit): the sandbox kills fits
+    that pass it and the scope ends ``inconclusive``, budget spent."""
     reference = None
     if job.posterior and job.scope == "full":
         from corpus.loader import load_reference
 
         reference = load_reference(job.posterior)
-    return pipeline.run_scope(job.pymc_source, job.lazyppl_source, job.scope, job.data,
-                              job.parameters, job.settings, reference, progress)
+    settings = job.settings
+    capped = wall_seconds is not None and wall_seconds < settings.budget.wall_seconds
+    if capped:
+        settings = settings.model_copy(update={"budget": settings.budget.model_copy(
+            update={"wall_seconds": wall_seconds})})
+    outcome = pipeline.run_scope(job.pymc_source, job.lazyppl_source, job.scope, job.data,
+                                 job.parameters, settings, reference, progress)
+    if capped:  # provenance: the task's limit, not the audit's budget, bounded this scope
+        outcome.evidence["wall_seconds_cap"] = wall_seconds
+    return outcome
+
+
+class LeaseKeeper:
+    """Renews a claimed scope's lease every ``interval`` seconds from a thread, while the
+    fit runs; database errors are logged and retried at the next beat (an outage shorter
+    than the lease costs nothing). Use as a context manager."""
+
+    def __init__(self, sessions: Sessions, job: ScopeJob, lease: Lease, interval: float) -> None:
+        self.sessions, self.job, self.lease, self.interval = sessions, job, lease, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                with self.sessions.begin() as s:
+                    held = work_repo.renew_scope_lease(s, self.job.audit_id, self.job.scope,
+                                                       self.lease.owner, utcnow(), self.lease.seconds)
+                if not held:
+                    log.warning("lease of %s/%s taken over", self.job.audit_id, self.job.scope)
+            except Exception:
+                log.warning("could not renew the lease of %s/%s", self.job.audit_id,
+                            self.job.scope, exc_info=True)
+
+    def __enter__(self) -> "LeaseKeeper":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+def release_scope(sessions: Sessions, audit_id: uuid.UUID, scope: str, owner: str) -> None:
+    """Give up ``owner``'s lease without a result (e.g. before an infrastructure retry)."""
+    with sessions.begin() as s:
+        work_repo.release_scope_lease(s, audit_id, scope, owner)
 
 
 def save_scope(sessions: Sessions, job: ScopeJob, outcome: pipeline.ScopeOutcome) -> bool:
@@ -83,6 +185,7 @@ def save_scope(sessions: Sessions, job: ScopeJob, outcome: pipeline.ScopeOutcome
         if not audit_repo.has_scope_result(s, job.audit_id, job.scope):
             audit_repo.store_scope_outcome(s, audit, job.scope, outcome.evidence, outcome.fits)
             s.flush()
+        work_repo.release_scope_lease(s, job.audit_id, job.scope)
         done = audit_repo.scope_results(s, job.audit_id)
         return set(done) >= set(audit_repo.scope_names(s, job.audit_id))
 
@@ -158,18 +261,27 @@ def progress_recorder(sessions: Sessions, audit_id: uuid.UUID,
 
 def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
                   load_entry: Callable[[str], object],
-                  enqueue: Callable[[uuid.UUID, str], None]) -> None:
+                  enqueue: Callable[[uuid.UUID, str], None],
+                  lease: Lease | None = None) -> None:
     """Create one audit per posterior not yet created (unique (batch, posterior)), and
-    enqueue its scopes after each commit."""
+    enqueue its scopes after each commit. The batch's lease is renewed per posterior
+    (the reconciler re-sends a batch whose fan-out stopped with its lease expired)."""
+    lease = lease or Lease(work_repo.owner_name(None))
+
+    def hold(batch) -> None:
+        batch.lease_owner = lease.owner
+        batch.lease_expires_at = utcnow() + dt.timedelta(seconds=lease.seconds)
+
     with sessions.begin() as s:
         batch = batch_repo.lock_batch(s, batch_id)
         if batch is None or batch.status in FINAL:
             return
         batch_repo.set_batch_status(s, batch, "running")
+        hold(batch)
         posteriors, settings = list(batch.posteriors), AuditSettings.model_validate(batch.settings)
     for name in posteriors:
         with sessions.begin() as s:
-            batch_repo.lock_batch(s, batch_id)
+            hold(batch_repo.lock_batch(s, batch_id))
             if batch_repo.audit_for_posterior(s, batch_id, name) is not None:
                 continue
             try:
@@ -186,6 +298,10 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
             audit_id = audit.id
         for scope in scopes:
             enqueue(audit_id, scope)
+    with sessions.begin() as s:
+        batch = batch_repo.lock_batch(s, batch_id)
+        if batch is not None:
+            batch.lease_owner = batch.lease_expires_at = None
     update_batch(sessions, batch_id)
 
 

@@ -8,6 +8,11 @@ visibility timeout passes, which is set above the hard time limit so that a task
 still running is never handed to a second worker. The steps are idempotent, so a
 redelivered task writes nothing twice.
 
+The broker is only the delivery: each unit's state and lease live in the database,
+and the reconciler every worker runs (``workers/watchdog.py``) re-sends what a broker
+failure lost. Task ids are fixed per unit (``service.reconcile.scope_task_id`` …), so
+the reconciler can tell whether a unit's message is still in the broker.
+
 Start a worker with ``ppl-audit worker`` (or ``celery -A workers.celery_app worker``).
 """
 from __future__ import annotations
@@ -17,6 +22,7 @@ import uuid
 from celery import Celery
 
 from service.config import Settings, get_settings
+from service.reconcile import BrokerView, batch_task_id, finish_task_id, redis_broker_view, scope_task_id
 
 TASK_SCOPE = "ppl_audit.run_audit_scope"
 TASK_FINISH = "ppl_audit.finish_audit"
@@ -27,7 +33,7 @@ def create_celery(settings: Settings) -> Celery:
     limits = settings.celery
     # tasks are imported by the worker only; the API sends them by name
     app = Celery("ppl_audit", broker=settings.broker_url, backend=settings.result_backend,
-                 include=["workers.tasks"])
+                 include=["workers.tasks", "workers.watchdog"])
     app.conf.update(
         task_acks_late=True,
         task_reject_on_worker_lost=True,
@@ -58,13 +64,21 @@ class CeleryDispatcher:
         self.app = app
 
     def scope(self, audit_id: uuid.UUID, scope: str) -> None:
-        self.app.send_task(TASK_SCOPE, kwargs={"audit_id": str(audit_id), "scope": scope})
+        self.app.send_task(TASK_SCOPE, kwargs={"audit_id": str(audit_id), "scope": scope},
+                           task_id=scope_task_id(audit_id, scope))
 
     def finish(self, audit_id: uuid.UUID) -> None:
-        self.app.send_task(TASK_FINISH, kwargs={"audit_id": str(audit_id)})
+        self.app.send_task(TASK_FINISH, kwargs={"audit_id": str(audit_id)},
+                           task_id=finish_task_id(audit_id))
 
     def batch(self, batch_id: uuid.UUID) -> None:
-        self.app.send_task(TASK_BATCH, kwargs={"batch_id": str(batch_id)})
+        self.app.send_task(TASK_BATCH, kwargs={"batch_id": str(batch_id)},
+                           task_id=batch_task_id(batch_id))
+
+    def broker_view(self) -> BrokerView:
+        """Task ids in the queue and delivered-but-unacknowledged (Redis transport)."""
+        with self.app.connection_for_write() as conn:
+            return redis_broker_view(conn.default_channel.client, self.app.conf.task_default_queue)
 
     def queue_length(self) -> int:
         """Messages waiting in the broker's queue (Redis list length)."""

@@ -1,8 +1,12 @@
 """Celery tasks: keyword-only, IDs in, thin wrappers around :mod:`service.steps`.
 
-Only infrastructure errors (database or broker unreachable) are retried, with
-exponential backoff; a user error is a result (verdict ``error``), and any other
-exception marks the audit ``failed`` with a generic reason after being logged.
+Every database step is retried in place through a lost connection for
+``work.db_retry_seconds`` (``service.db_retry``), so a fitted scope is not refitted
+because PostgreSQL restarted; past that, Celery retries the task with backoff, and
+past that the reconciler re-sends it. A user error is a result (verdict ``error``),
+and any other exception marks the audit ``failed`` with a generic reason after being
+logged. A scope claims a lease first and renews it while fitting
+(``steps.LeaseKeeper``); its fits get at most ``celery.scope_wall_seconds``.
 """
 from __future__ import annotations
 
@@ -17,6 +21,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from celery.signals import worker_process_init
 
 from service.db import make_engine, make_session_factory
+from service.db import work as work_repo
+from service.db_retry import DatabaseRetry
 from workers.celery_app import TASK_BATCH, TASK_FINISH, TASK_SCOPE, CeleryDispatcher, app
 from workers.errors import ResourceLimit
 
@@ -25,6 +31,8 @@ INFRASTRUCTURE = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError
                   kombu.exceptions.OperationalError, redis.exceptions.ConnectionError)
 RETRY = dict(autoretry_for=INFRASTRUCTURE, retry_backoff=2, retry_backoff_max=120,
              retry_jitter=True, max_retries=app.ppl_settings.celery.max_retries)
+WORK = app.ppl_settings.work
+db = DatabaseRetry(WORK.db_retry_seconds)
 
 
 class _LazySteps:
@@ -54,31 +62,45 @@ def sessions():
 
 def _after_audit_stopped(batch_id) -> None:
     if batch_id is not None:
-        steps.update_batch(sessions(), batch_id)
+        db(steps.update_batch, sessions(), batch_id)
 
 
-@app.task(name=TASK_SCOPE, **RETRY)
-def run_audit_scope(*, audit_id: str, scope: str) -> str:
+def _lease(task) -> "steps.Lease":
+    return steps.Lease(work_repo.owner_name(task.request.id), WORK.lease_seconds,
+                       WORK.max_lost_attempts)
+
+
+@app.task(name=TASK_SCOPE, bind=True, **RETRY)
+def run_audit_scope(self, *, audit_id: str, scope: str) -> str:
     """Fit both programs on one scope and store the result once."""
-    aid = uuid.UUID(audit_id)
-    job = steps.claim_scope(sessions(), aid, scope)
+    aid, lease = uuid.UUID(audit_id), _lease(self)
+    job = db(steps.claim_scope, sessions(), aid, scope, lease)
+    if isinstance(job, steps.Stopped):  # poison: its holders vanished max_lost times
+        _after_audit_stopped(job.batch_id)
+        return "failed"
     if job is None:
-        if steps.needs_finish(sessions(), aid):  # redelivered after its scope was stored
+        if db(steps.needs_finish, sessions(), aid):  # redelivered after its scope was stored
             CeleryDispatcher(app).finish(aid)
         return "skipped"
     try:
-        outcome = steps.fit_scope(job, steps.progress_recorder(sessions(), aid))
+        with steps.LeaseKeeper(sessions(), job, lease, WORK.heartbeat_seconds):
+            outcome = steps.fit_scope(job, steps.progress_recorder(sessions(), aid),
+                                      app.ppl_settings.celery.scope_wall_seconds)
     except INFRASTRUCTURE:
+        try:  # let the retry (maybe in another pool process) claim it without waiting
+            steps.release_scope(sessions(), aid, scope, lease.owner)
+        except Exception:
+            pass  # the lease then expires and the retry or the reconciler takes over
         raise
-    except SoftTimeLimitExceeded:
-        _after_audit_stopped(steps.fail(sessions(), aid, ResourceLimit(
+    except SoftTimeLimitExceeded:  # backstop: the wall cap above normally ends fits first
+        _after_audit_stopped(db(steps.fail, sessions(), aid, ResourceLimit(
             "the worker's time limit for one scope was reached", limit="timeout")))
         return "timeout"
     except Exception as err:  # a bug or an unexpected failure: log with context, fail the audit
         log.exception("scope %r of audit %s failed unexpectedly", scope, audit_id)
-        _after_audit_stopped(steps.fail(sessions(), aid, err))
+        _after_audit_stopped(db(steps.fail, sessions(), aid, err))
         return "failed"
-    if steps.save_scope(sessions(), job, outcome):
+    if db(steps.save_scope, sessions(), job, outcome):
         CeleryDispatcher(app).finish(aid)
     return outcome.evidence.get("verdict", "?")
 
@@ -86,14 +108,15 @@ def run_audit_scope(*, audit_id: str, scope: str) -> str:
 @app.task(name=TASK_FINISH, **RETRY)
 def finish_audit(*, audit_id: str) -> str:
     """Pair verdict from the stored scopes; closes the batch when it was the last audit."""
-    _after_audit_stopped(steps.finish(sessions(), uuid.UUID(audit_id)))
+    _after_audit_stopped(db(steps.finish, sessions(), uuid.UUID(audit_id)))
     return "finished"
 
 
-@app.task(name=TASK_BATCH, **RETRY)
-def run_batch(*, batch_id: str) -> str:
+@app.task(name=TASK_BATCH, bind=True, **RETRY)
+def run_batch(self, *, batch_id: str) -> str:
     """Fan a posteriordb batch out into one audit per posterior."""
     from corpus.loader import load
 
-    steps.fan_out_batch(sessions(), uuid.UUID(batch_id), load, CeleryDispatcher(app).scope)
+    db(steps.fan_out_batch, sessions(), uuid.UUID(batch_id), load,
+       CeleryDispatcher(app).scope, _lease(self))
     return "fanned out"

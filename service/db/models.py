@@ -55,6 +55,10 @@ class Batch(Base):
     summary: Mapped[dict[str, Any] | None]
     created_at: Mapped[dt.datetime] = mapped_column(Timestamp, default=utcnow)
     updated_at: Mapped[dt.datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
+    # the fan-out is a unit of work: see AuditScope for the lease columns
+    dispatched_at: Mapped[dt.datetime | None] = mapped_column(Timestamp, default=utcnow)
+    lease_owner: Mapped[str | None] = mapped_column(sa.String(200))
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
 
     audits: Mapped[list[Audit]] = relationship(back_populates="batch", order_by="Audit.name")
 
@@ -103,7 +107,15 @@ class Audit(Base):
 
 
 class AuditScope(Base):
-    """A scope as submitted: its name and data set."""
+    """A scope as submitted (its name and data set) and the unit of work that fits it.
+
+    The database, not the broker, records the work (service/README.md, "Guarantees"):
+    ``dispatched_at`` is when its task was last sent; a worker that claims it writes
+    ``lease_owner`` (``host:pid:task id``) and keeps ``lease_expires_at`` in the future
+    while it fits; ``picked_at`` is the last claim. ``attempts`` counts claims,
+    ``lost_attempts`` those whose holder vanished without releasing the lease (killed,
+    hard time limit). The scope is finished when it has a ``scope_results`` row.
+    """
 
     __tablename__ = "audit_scopes"
     __table_args__ = (sa.UniqueConstraint("audit_id", "scope"),)
@@ -112,6 +124,12 @@ class AuditScope(Base):
     scope: Mapped[str] = mapped_column(sa.String(100))
     position: Mapped[int]
     dataset_id: Mapped[int] = mapped_column(sa.ForeignKey("datasets.id"))
+    dispatched_at: Mapped[dt.datetime | None] = mapped_column(Timestamp, default=utcnow)
+    picked_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    lease_owner: Mapped[str | None] = mapped_column(sa.String(200))
+    lease_expires_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    attempts: Mapped[int] = mapped_column(default=0, server_default="0")
+    lost_attempts: Mapped[int] = mapped_column(default=0, server_default="0")
 
     audit: Mapped[Audit] = relationship(back_populates="scopes")
     dataset: Mapped[Dataset] = relationship()
@@ -190,6 +208,18 @@ class ApiToken(Base):
     created_at: Mapped[dt.datetime] = mapped_column(Timestamp, default=utcnow)
     revoked_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
     last_used_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+
+
+class WorkerHeartbeat(Base):
+    """A running ``ppl-audit worker`` (its reconciler writes ``seen_at`` every tick);
+    health and ``ppl-audit status`` count the workers seen recently."""
+
+    __tablename__ = "worker_heartbeats"
+    name: Mapped[str] = mapped_column(sa.String(200), primary_key=True)
+    host: Mapped[str] = mapped_column(sa.String(200))
+    pid: Mapped[int]
+    started_at: Mapped[dt.datetime] = mapped_column(Timestamp, default=utcnow)
+    seen_at: Mapped[dt.datetime] = mapped_column(Timestamp, default=utcnow)
 
 
 class Event(Base):
