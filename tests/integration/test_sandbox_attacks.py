@@ -114,3 +114,22 @@ def test_lazyppl_program_view_is_its_binary_only(tmp_path, marker):
     assert HOSTNAME not in out and done.stdout.rstrip().endswith(b"done")
     assert b"Read-only file system" in done.stderr
     assert fake_binary.read_text().startswith("#!/bin/sh")
+
+
+def test_a_flood_of_output_is_cut_off_and_the_parent_stays_small(tmp_path):
+    """300 MB printed by a program (verifier bypassed): the run ends at the runner's cap,
+    and the parent never holds more than that cap."""
+    import resource
+
+    from workers.errors import ResourceLimit
+    from workers.pymc_runner.runner import _MAX_STDOUT
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    code = "import sys\nfor _ in range(300 * 16): sys.stdout.write('x' * 65536)"
+    with pytest.raises(ResourceLimit) as err:
+        sandbox.run([_venv_python(), "-c", code], limits=sandbox.Limits(wall_seconds=120),
+                    view=child_view(tmp_path), env=child_environment(tmp_path),
+                    max_stdout_bytes=_MAX_STDOUT)
+    assert err.value.details["limit"] == "output"
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 50
