@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 
-from service import present
+from service import limits, present
 from service.auth import ReadAccess, SessionDep, WriteToken
 from service.db import audits as audit_repo
 from service.db.draws import decode_draws, to_netcdf
@@ -34,16 +34,21 @@ def submit_audit(body: AuditIn, request: Request, session: SessionDep, token: Wr
     and its reason (still ``202``: the audit exists and says why). A malformed request
     is a ``422`` and nothing is stored or queued.
     """
+    settings = body.settings or AuditSettings()
+    over = limits.check(settings, request.app.state.settings.limits, scopes=len(body.scopes),
+                        parameters=len(body.parameters or []))
+    if over:
+        raise HTTPException(422, over)
     sub = Submission(name=body.name, pymc_source=body.pymc.source,
                      lazyppl_source=body.lazyppl.source, scopes=body.scopes,
-                     parameters=body.parameters, settings=body.settings or AuditSettings())
+                     parameters=body.parameters, settings=settings)
     try:
         audit, queue = create_audit(session, sub)
     except InvalidRequest as err:
         session.rollback()
         raise HTTPException(422, str(err)) from None
     audit_repo.add_event(session, audit_id=audit.id, kind="submitted",
-                         message=f"submitted with token {token.name!r}")
+                         message=f"submitted with token #{token.id}")
     session.commit()
     if queue:
         try:
