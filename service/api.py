@@ -112,7 +112,8 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
     # outermost last: headers on every answer, then the size limit, then the token check
     # before any body is read
     app.add_middleware(WriteGate, token_is_live=token_is_live,
-                       max_parsing=settings.max_parsing_requests)
+                       max_parsing=settings.max_parsing_requests,
+                       wait_seconds=settings.parsing_wait_seconds)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(SecurityHeaders)
 

@@ -141,8 +141,9 @@ class Settings(BaseSettings):
     celery: CelerySettings = Field(default_factory=CelerySettings)
     limits: LimitSettings = Field(default_factory=LimitSettings)
     max_parsing_requests: int = Field(
-        4, ge=1, description="request bodies read and parsed at the same time; "
-        "more wait up to 10 s, then 503")
+        4, ge=1, description="authenticated writes whose bodies are read and handled at "
+        "the same time; more wait up to parsing_wait_seconds, then 503")
+    parsing_wait_seconds: float = Field(10, gt=0)
 
     @model_validator(mode="after")
     def _no_default_secret_outside_development(self) -> "Settings":
