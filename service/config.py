@@ -133,9 +133,13 @@ class Settings(BaseSettings):
         None, description="Celery result backend; none by default (results live in the database)"
     )
     secret: str | None = Field(
-        None, description="pepper for API token hashes (HMAC-SHA256); unset: the public "
-        "development pepper if environment=development, this installation's own pepper "
-        "for a SQLite database (the local CLI), otherwise refused")
+        None, description="pepper for API token hashes (HMAC-SHA256); unset: read from "
+        "secret_file if given, else the public development pepper if "
+        "environment=development, this installation's own pepper for a SQLite database "
+        "(the local CLI), otherwise refused")
+    secret_file: Path | None = Field(
+        None, description="file holding the pepper (made, mode 0600, if missing); "
+        "scripts/serve.sh uses one in the user data directory")
     max_body_bytes: int = Field(5 * 1024 * 1024, ge=1024, description="largest request body")
     reads_require_token: bool = False
     celery: CelerySettings = Field(default_factory=CelerySettings)
@@ -148,7 +152,9 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _no_default_secret_outside_development(self) -> "Settings":
         if self.secret is None:
-            if self.environment == "development":
+            if self.secret_file is not None:
+                self.secret = install_secret(Path(self.secret_file))
+            elif self.environment == "development":
                 self.secret = DEFAULT_SECRET
             elif self.database_url.startswith("sqlite"):
                 self.secret = install_secret()

@@ -132,6 +132,13 @@ def test_the_public_pepper_needs_an_explicit_development_environment(monkeypatch
     assert Settings(database_url=service_db).secret == DEFAULT_SECRET
     with pytest.raises(ValidationError, match="PPL_AUDIT_SECRET must be set"):
         Settings(database_url=service_db, environment="test")
+    with pytest.raises(ValidationError, match="PPL_AUDIT_SECRET must be set"):
+        Settings(database_url=service_db, environment="test", secret=DEFAULT_SECRET)
+    # scripts/serve.sh: a pepper file of this machine, made once
+    monkeypatch.delenv("PPL_AUDIT_ENVIRONMENT")
+    monkeypatch.setenv("PPL_AUDIT_SECRET_FILE", str(tmp_path / "pepper"))
+    made = Settings(database_url=service_db).secret
+    assert made != DEFAULT_SECRET and Settings(database_url=service_db).secret == made
 
 
 def test_the_local_sqlite_mode_makes_its_own_pepper(monkeypatch, tmp_path):
