@@ -103,15 +103,15 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
     app.state.sessions = make_session_factory(engine)
     app.state.dispatcher = dispatcher
 
-    def token_is_live(plaintext: str) -> bool:
+    def token_id(plaintext: str) -> int | None:
         with app.state.sessions() as session:
-            live = token_repo.authenticate(session, plaintext, settings.secret) is not None
+            row = token_repo.authenticate(session, plaintext, settings.secret)
             session.commit()  # last_used_at
-            return live
+            return None if row is None else row.id
 
     # outermost last: headers on every answer, then the size limit, then the token check
     # before any body is read
-    app.add_middleware(WriteGate, token_is_live=token_is_live,
+    app.add_middleware(WriteGate, token_id=token_id,
                        max_parsing=settings.max_parsing_requests,
                        wait_seconds=settings.parsing_wait_seconds)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)

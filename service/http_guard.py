@@ -4,9 +4,10 @@
   ``/api/``) must carry a live bearer token, checked from the raw headers before the
   body is received, so an anonymous client cannot make the service read and parse
   megabytes. Authenticated writes then pass a global limit on how many request bodies
-  are read and handled at once (a semaphore; a writer that cannot get a slot within
-  ``wait_seconds`` gets ``503`` with ``Retry-After``). The routes still check the token
-  themselves (``service.auth``); this gate only refuses early.
+  are being received at once (a semaphore held from the first read of the body until
+  its last chunk, after which FastAPI parses it on the event loop; a writer that cannot
+  get a slot within ``wait_seconds`` gets ``503`` with ``Retry-After``). The live token's
+  id goes to the route in ``scope["state"]["api_token_id"]`` (``service.auth``).
 * :class:`SecurityHeaders` — CSP, ``nosniff``, ``X-Frame-Options``, ``Referrer-Policy``
   on every answer; a route that sets its own CSP (``/docs``, which hashes its one inline
   script) keeps it.
@@ -57,16 +58,19 @@ async def _answer(send, status: int, message: str, headers: list[tuple[bytes, by
 
 
 class WriteGate:
-    """``token_is_live(plaintext) -> bool`` is called in a worker thread (it queries the
-    database); ``max_parsing`` bodies are handled at once."""
+    """``token_id(plaintext) -> int | None`` (the live token's id) is called in a worker
+    thread (it queries the database); at most ``max_parsing`` bodies are received at once."""
 
-    def __init__(self, app, token_is_live: Callable[[str], bool], max_parsing: int,
+    def __init__(self, app, token_id: Callable[[str], int | None], max_parsing: int,
                  wait_seconds: float = 10.0) -> None:
         self.app = app
-        self.token_is_live = token_is_live
+        self.token_id = token_id
         self.max_parsing = max_parsing
         self.wait_seconds = wait_seconds
         self._slots: asyncio.Semaphore | None = None  # made on the serving event loop
+        # token checks get their own threads: sharing the routes' pool (40 threads) let
+        # waiting checks starve requests that already hold a database connection
+        self._threads: anyio.CapacityLimiter | None = None
 
     async def __call__(self, scope, receive, send) -> None:
         if (scope["type"] != "http" or scope["method"] in SAFE_METHODS
@@ -78,28 +82,45 @@ class WriteGate:
         if token is None:
             await _answer(send, 401, MISSING, challenge)
             return
+        if self._threads is None:
+            self._threads = anyio.CapacityLimiter(self.max_parsing)
         try:
-            live = await anyio.to_thread.run_sync(self.token_is_live, token)
+            live = await anyio.to_thread.run_sync(self.token_id, token, limiter=self._threads)
         except Exception as err:  # database down: the same answer as the routes give
             log.warning("token check failed: %s", str(err).splitlines()[0] if str(err) else err)
             await _answer(send, 503, "the database is unavailable right now; retry shortly",
                           [(b"retry-after", b"5")])
             return
-        if not live:
+        if live is None:
             await _answer(send, 401, UNKNOWN, challenge)
             return
+        scope.setdefault("state", {})["api_token_id"] = live
         if self._slots is None:
             self._slots = asyncio.Semaphore(self.max_parsing)
         try:
             await asyncio.wait_for(self._slots.acquire(), self.wait_seconds)
         except asyncio.TimeoutError:
-            await _answer(send, 503, f"the service is handling {self.max_parsing} submissions "
+            await _answer(send, 503, f"the service is receiving {self.max_parsing} submissions "
                                      "already; retry shortly", [(b"retry-after", b"2")])
             return
+        held = True
+
+        def release() -> None:
+            nonlocal held
+            if held:
+                held = False
+                self._slots.release()
+
+        async def counted_receive():
+            message = await receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                release()  # the whole body is in: parsing is on the event loop, one at a time
+            return message
+
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, counted_receive, send)
         finally:
-            self._slots.release()
+            release()
 
 
 def _bearer(scope) -> str | None:
