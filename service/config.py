@@ -78,7 +78,7 @@ class LimitSettings(BaseModel):
     parameters: int = Field(100, ge=1, description="entries of the request's parameters list")
     scalars: int = Field(10_000, ge=1, description="scalars one fit may report (e.g. theta[1])")
     output_mb: int = Field(
-        512, ge=1, description="draws of one fit (chains × draws × scalars × 8 bytes): "
+        256, ge=1, description="draws of one fit (chains × draws × scalars × 8 bytes): "
         "at submission with one scalar at the final draws, and before any download")
 
 
