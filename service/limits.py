@@ -28,10 +28,18 @@ class OverCap:
     limit: str
     explanation: str = ""
 
-    def message(self) -> str:
+    def reason(self) -> str:
         why = f" ({self.explanation})" if self.explanation else ""
-        return (f"{self.setting}: {_num(self.value)} is above the operator's cap of "
+        return (f"{_num(self.value)} is above the operator's cap of "
                 f"{_num(self.cap)}{why} (PPL_AUDIT_LIMITS__{self.limit.upper()})")
+
+    def message(self) -> str:
+        return f"{self.setting}: {self.reason()}"
+
+    def as_error(self) -> dict:
+        """A field error shaped like pydantic's, for the API's 422 body."""
+        return {"loc": ("body", *self.setting.split(".")), "type": "over_cap",
+                "msg": self.reason(), "cap": self.cap, "value": self.value}
 
 
 def _num(x: float) -> str:

@@ -7,6 +7,7 @@ import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
@@ -38,10 +39,10 @@ def submit_audit(body: AuditIn, request: Request, session: SessionDep, token: Wr
     is a ``422`` and nothing is stored or queued.
     """
     settings = body.settings or AuditSettings()
-    over = limits.check(settings, request.app.state.settings.limits, scopes=len(body.scopes),
+    over = limits.over_caps(settings, request.app.state.settings.limits, scopes=len(body.scopes),
                         parameters=len(body.parameters or []))
-    if over:
-        raise HTTPException(422, over)
+    if over:  # a 422 like any invalid field, one error per exceeded cap
+        raise RequestValidationError([o.as_error() for o in over])
     sub = Submission(name=body.name, pymc_source=body.pymc.source,
                      lazyppl_source=body.lazyppl.source, scopes=body.scopes,
                      parameters=body.parameters, settings=settings)

@@ -5,6 +5,7 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 
 from service import limits, present
 from service.auth import ReadAccess, SessionDep, WriteToken
@@ -33,9 +34,9 @@ def submit_batch(body: BatchIn, request: Request, session: SessionDep, token: Wr
     PyMC fit on ``full`` also checked against posteriordb's reference draws."""
     settings = body.settings or AuditSettings()
     # each posterior's audit has two scopes, visible and full
-    over = limits.check(settings, request.app.state.settings.limits, scopes=2)
-    if over:
-        raise HTTPException(422, over)
+    over = limits.over_caps(settings, request.app.state.settings.limits, scopes=2)
+    if over:  # a 422 like any invalid field, one error per exceeded cap
+        raise RequestValidationError([o.as_error() for o in over])
     known = translated_posteriors()
     names = known if body.posteriors == "all" else list(body.posteriors)
     unknown = [n for n in names if n not in known]

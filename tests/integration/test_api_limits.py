@@ -140,3 +140,12 @@ def test_the_default_settings_are_within_the_default_caps():
     from workers.settings import AuditSettings
 
     assert check(AuditSettings(), LimitSettings(), scopes=8, parameters=100) is None
+
+
+def test_each_exceeded_cap_is_a_field_error(client, auth_headers, unchanged):
+    r = client.post("/api/v1/audits", json=pair(settings={"budget": {"memory_mb": 65536}}),
+                    headers=auth_headers)
+    errors = r.json()["errors"]
+    assert r.status_code == 422 and len(errors) == 1
+    assert errors[0]["loc"] == ["body", "settings", "budget", "memory_mb"]
+    assert errors[0]["type"] == "over_cap" and "cap of 8192" in errors[0]["msg"]
