@@ -76,7 +76,8 @@ class LimitSettings(BaseModel):
     retries: int = Field(4, ge=0, description="entries of pymc.retry_target_accepts")
     scopes: int = Field(8, ge=1, description="scopes per audit")
     parameters: int = Field(100, ge=1, description="entries of the request's parameters list")
-    scalars: int = Field(10_000, ge=1, description="scalars one fit may report (e.g. theta[1])")
+    scalars: int = Field(2_000, ge=1, description="scalars of one stored fit the service "
+                         "serves (the harness and runners refuse more than 2,000 too)")
     output_mb: int = Field(
         256, ge=1, description="draws of one fit (chains × draws × scalars × 8 bytes): "
         "at submission with one scalar at the final draws, and before any download")

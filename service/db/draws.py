@@ -155,7 +155,7 @@ def netcdf_file(draws: dict[str, np.ndarray], attrs: dict | None, *, max_scalars
 
 
 def to_netcdf(draws: dict[str, np.ndarray], attrs: dict | None = None, *,
-              max_scalars: int = 10_000) -> bytes:
+              max_scalars: int = 2_000) -> bytes:
     """NetCDF bytes of :func:`netcdf_file` (for callers that want them in memory)."""
     path = netcdf_file(draws, attrs, max_scalars=max_scalars)
     try:
