@@ -14,6 +14,9 @@ What it measures (all on loopback, bounded in count and time; stops by itself):
    to the last audit done, for each N in ``--workers``.
 3. Worker memory: peak resident set size (RSS) of each worker's process tree (Celery
    parent, pool child, and the sandboxed fit subprocesses), sampled every 0.5 s.
+4. ``--flood SECONDS``: p50/p99 of ``GET /api/v1/health`` (sent every 50 ms) while
+   ``--flooders`` anonymous clients (no token) POST bodies of ``--flood-mb`` MB to
+   ``/api/v1/audits`` in a loop; how many POSTs were answered and with what status.
 
 It uses its own PostgreSQL database (dropped at the end) and Redis queue.
 """
@@ -187,6 +190,50 @@ def submission_latency(svc: Service, rate: float, n: int) -> dict:
             "error_statuses": sorted(set(errors))}
 
 
+def health_under_flood(svc: Service, seconds: float, flooders: int, mb: float) -> dict:
+    """Health latency while anonymous clients send large JSON bodies (issue 13)."""
+    # valid JSON of the requested size made of numbers (the costliest to parse): what a
+    # parser has to read to the end
+    n = int((mb * 1024 * 1024 - 64) // 4)
+    body = b'{"name": "flood", "scopes": {"s": {"y": [' + b"0.5," * n + b'0]}}}'
+    stop = threading.Event()
+    statuses: list[int] = []
+    lock = threading.Lock()
+
+    def flood() -> None:
+        with httpx.Client(base_url=svc.base, timeout=30) as c:
+            while not stop.is_set():
+                try:
+                    status = c.post("/api/v1/audits", content=body,
+                                    headers={"Content-Type": "application/json"}).status_code
+                except httpx.HTTPError:
+                    status = -1
+                with lock:
+                    statuses.append(status)
+
+    threads = [threading.Thread(target=flood) for _ in range(flooders)]
+    for th in threads:
+        th.start()
+    time.sleep(1.0)  # let the flood start
+    ms: list[float] = []
+    with httpx.Client(base_url=svc.base, timeout=30) as c:
+        t_end = time.monotonic() + seconds
+        while time.monotonic() < t_end:
+            t = time.perf_counter()
+            c.get("/api/v1/health")
+            ms.append((time.perf_counter() - t) * 1000)
+            time.sleep(0.05)
+    stop.set()
+    for th in threads:
+        th.join(timeout=60)
+    return {"flooders": flooders, "body_mb": mb, "seconds": seconds, "health_requests": len(ms),
+            "health_p50_ms": round(statistics.median(ms), 1),
+            "health_p99_ms": round(percentile(ms, 99), 1), "health_max_ms": round(max(ms), 1),
+            "posts_answered": len(statuses),
+            "post_statuses": {str(k): statuses.count(k) for k in sorted(set(statuses))},
+            "load_average": os.getloadavg()}
+
+
 def throughput(svc: Service, workers: int, audits: int, timeout: float) -> dict:
     headers = {"Authorization": f"Bearer {svc.token}"}
     with httpx.Client(base_url=svc.base, headers=headers, timeout=30) as c:
@@ -224,14 +271,22 @@ def main() -> int:
     ap.add_argument("--workers", default="1,2", help="worker counts to measure; 0 skips")
     ap.add_argument("--server-processes", type=int, default=1, help="uvicorn processes")
     ap.add_argument("--timeout", type=float, default=900, help="per throughput run, seconds")
+    ap.add_argument("--flood", type=float, default=0, help="seconds of the health-under-"
+                    "anonymous-flood measurement (0 skips it)")
+    ap.add_argument("--flooders", type=int, default=4)
+    ap.add_argument("--flood-mb", type=float, default=4.9)
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
     svc = Service(args.server_processes)
     report = {"cpus": os.cpu_count(), "load_average_at_start": os.getloadavg(),
               "server_processes": args.server_processes}
     try:
+        if args.flood > 0:
+            report["health_under_flood"] = health_under_flood(svc, args.flood, args.flooders,
+                                                              args.flood_mb)
+            print(json.dumps(report["health_under_flood"]), flush=True)
         report["submission"] = []
-        for rate in (float(r) for r in args.rate.split(",")):
+        for rate in (float(r) for r in args.rate.split(",") if float(r) > 0):
             r = submission_latency(svc, rate, args.requests)
             r["server_error_lines"] = [line for line in svc.log.read_text(errors="replace")
                                        .splitlines() if "rror" in line][:5]

@@ -19,6 +19,13 @@ WORKERS="${WORKERS:-1}"
 PPL=.venv/bin/ppl-audit
 [ -x "$PPL" ] || { echo "run scripts/setup.sh first (no .venv/bin/ppl-audit)" >&2; exit 1; }
 
+# the token pepper: PPL_AUDIT_SECRET if set, else this machine's own (made once, 0600);
+# the service refuses to start without one (the public development pepper needs
+# PPL_AUDIT_ENVIRONMENT=development)
+if [ -z "${PPL_AUDIT_SECRET:-}" ]; then
+  export PPL_AUDIT_SECRET_FILE="${PPL_AUDIT_SECRET_FILE:-${XDG_DATA_HOME:-$HOME/.local/share}/ppl-audit/service-pepper}"
+fi
+
 bash scripts/services.sh
 "$PPL" db upgrade
 
@@ -35,6 +42,6 @@ for i in $(seq "$WORKERS"); do
 done
 "$PPL" serve --host "$HOST" --port "$PORT" &
 pids+=($!)
-echo "ppl-audit: API and pages on http://$HOST:$PORT/ (OpenAPI at /openapi.json); " \
-     "create a token with: $PPL token create NAME" >&2
+echo "ppl-audit: API and pages on http://$HOST:$PORT/ (OpenAPI at /openapi.json); create a token with:" >&2
+echo "  PPL_AUDIT_DATABASE_URL=$PPL_AUDIT_DATABASE_URL${PPL_AUDIT_SECRET_FILE:+ PPL_AUDIT_SECRET_FILE=$PPL_AUDIT_SECRET_FILE} $PPL token create NAME" >&2
 wait -n "${pids[@]}"

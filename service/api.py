@@ -17,11 +17,22 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from service import routes_audits, routes_batches, web
 from service.config import Settings, get_settings
 from service.db import make_engine, make_session_factory
+from service.auth import ReadAccess
+from service.db import tokens as token_repo
+from service.http_guard import SecurityHeaders, WriteGate, csp_allowing_inline_scripts
 from service.http_limits import BodySizeLimit
 from service.submission import Dispatcher
 
 log = logging.getLogger("ppl_audit.api")
 VERSION = "0.1.0"
+
+
+class ProblemResponse(JSONResponse):
+    """Error bodies as ASCII JSON: a message may quote a lone surrogate from the request,
+    which UTF-8 cannot encode (that was a 500)."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, ensure_ascii=True, allow_nan=False).encode("ascii")
 
 
 def _where(loc) -> str:
@@ -62,10 +73,14 @@ def _mount_api_docs(app: FastAPI) -> None:
 
     @app.get("/docs", include_in_schema=False)
     def docs():
-        return get_swagger_ui_html(openapi_url=app.openapi_url, title="ppl-audit API",
+        page = get_swagger_ui_html(openapi_url=app.openapi_url, title="ppl-audit API",
                                    swagger_js_url="/static/swagger-ui/swagger-ui-bundle.js",
                                    swagger_css_url="/static/swagger-ui/swagger-ui.css",
                                    swagger_favicon_url="/static/swagger-ui/favicon-32x32.png")
+        # the page starts Swagger UI with one inline script: allow exactly that one
+        page.headers["Content-Security-Policy"] = csp_allowing_inline_scripts(
+            page.body.decode())
+        return page
 
 
 def service_health(sessions, dispatcher, settings: Settings) -> dict:
@@ -107,18 +122,31 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
     app.state.engine = engine
     app.state.sessions = make_session_factory(engine)
     app.state.dispatcher = dispatcher
+
+    def token_id(plaintext: str) -> int | None:
+        with app.state.sessions() as session:
+            row = token_repo.authenticate(session, plaintext, settings.secret)
+            session.commit()  # last_used_at
+            return None if row is None else row.id
+
+    # outermost last: headers on every answer, then the size limit, then the token check
+    # before any body is read
+    app.add_middleware(WriteGate, token_id=token_id,
+                       max_parsing=settings.max_parsing_requests,
+                       wait_seconds=settings.parsing_wait_seconds)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(SecurityHeaders)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
         errors = exc.errors()
-        return JSONResponse({"message": validation_message(errors), "errors": _plain(errors)},
-                            status_code=422)
+        return ProblemResponse({"message": validation_message(errors), "errors": _plain(errors)},
+                               status_code=422)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
-        return JSONResponse({"message": str(exc.detail), "errors": []},
-                            status_code=exc.status_code, headers=getattr(exc, "headers", None))
+        return ProblemResponse({"message": str(exc.detail), "errors": []},
+                               status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
     @app.exception_handler(sa.exc.OperationalError)
     @app.exception_handler(sa.exc.TimeoutError)
@@ -136,7 +164,8 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
                             status_code=500)
 
     @app.get("/api/v1/health", tags=["service"],
-             summary="Database and broker reachable? Live workers, queue depth, stuck work")
+             summary="Database and broker reachable? Live workers, queue depth, stuck work",
+             dependencies=[ReadAccess])
     def health() -> dict:
         """``queued_tasks``: messages in the broker's queue; ``work``: live workers
         (heartbeat within 3 reconciler intervals), open scopes queued / running, leases

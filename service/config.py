@@ -7,6 +7,8 @@ in the working directory. Only the app factory, the Celery app and the CLI call
 """
 from __future__ import annotations
 
+import os
+import secrets as _secrets
 from functools import lru_cache
 from pathlib import Path
 
@@ -14,14 +16,72 @@ import platformdirs
 from pydantic import BaseModel, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-#: The development pepper. Refused when ``environment`` is anything but development.
+#: The development pepper: public, so used only when ``PPL_AUDIT_ENVIRONMENT=development``
+#: is set explicitly.
 DEFAULT_SECRET = "ppl-audit-development-secret-change-me"
+
+
+def _data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("ppl-audit", appauthor=False))
 
 
 def default_database_url() -> str:
     """A SQLite file in the user's data directory (the local CLI's embedded database)."""
-    data_dir = Path(platformdirs.user_data_dir("ppl-audit", appauthor=False))
-    return f"sqlite:///{data_dir / 'ppl-audit.sqlite3'}"
+    return f"sqlite:///{_data_dir() / 'ppl-audit.sqlite3'}"
+
+
+def install_secret(path: Path | None = None) -> str:
+    """This installation's own pepper for the local SQLite mode: made once (random, file
+    mode 0600, next to the SQLite file) and read back afterwards."""
+    path = path or _data_dir() / "token-pepper"
+    try:
+        return path.read_text().strip()
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = _secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:  # another process made it first
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as fh:
+        fh.write(value + "\n")
+    return value
+
+
+class LimitSettings(BaseModel):
+    """The operator's caps on what one request may ask for (``PPL_AUDIT_LIMITS__…``).
+
+    A request above a cap is a 422 naming the setting and the cap; nothing is clamped.
+    Defaults suit one worker on a 2-core, 24 GiB machine (see service/README.md). Only
+    the API applies them; the local CLI is trusted and not bound by them.
+    """
+
+    scope_wall_seconds: float = Field(1800, gt=0, description="budget.wall_seconds, per scope")
+    audit_wall_seconds: float = Field(
+        7200, gt=0, description="budget.wall_seconds × number of scopes, per audit")
+    fit_memory_mb: int = Field(8192, ge=256, description="budget.memory_mb, per fit")
+    fit_cpu_seconds: float = Field(
+        3630, gt=0, description="CPU seconds per fit, which the worker sets to "
+        "2 × budget.wall_seconds + 30")
+    chains: int = Field(8, ge=1, description="pymc.chains and lazyppl.chains")
+    tune: int = Field(5000, ge=50, description="pymc.tune")
+    final_draws: int = Field(
+        32000, ge=50, description="draws per chain after all looks (draws grown by growth, "
+        "rounded up, max_looks - 1 times), each side")
+    lazyppl_steps: int = Field(
+        2_000_000, ge=1, description="Metropolis steps per chain after all looks: "
+        "warmup + final draws × thin")
+    looks: int = Field(6, ge=1, description="budget.max_looks")
+    retries: int = Field(4, ge=0, description="entries of pymc.retry_target_accepts")
+    scopes: int = Field(8, ge=1, description="scopes per audit")
+    parameters: int = Field(100, ge=1, description="entries of the request's parameters list")
+    scalars: int = Field(2_000, ge=1, description="scalars of one stored fit the service "
+                         "serves (the harness and runners refuse more than 2,000 too)")
+    output_mb: int = Field(
+        256, ge=1, description="draws of one fit (chains × draws × scalars × 8 bytes): "
+        "at submission with one scalar at the final draws, and before any download")
+
 
 
 class CelerySettings(BaseModel):
@@ -94,21 +154,43 @@ class Settings(BaseSettings):
         extra="ignore",
     )
 
-    environment: str = Field("development", description="development | production | test")
+    environment: str = Field(
+        "production", description="development | production | test; the public development "
+        "pepper is accepted only when this is set to development explicitly")
     database_url: str = Field(default_factory=default_database_url)
     broker_url: str = "redis://127.0.0.1:6379/0"
     result_backend: str | None = Field(
         None, description="Celery result backend; none by default (results live in the database)"
     )
-    secret: str = Field(DEFAULT_SECRET, description="pepper for API token hashes (HMAC-SHA256)")
+    secret: str | None = Field(
+        None, description="pepper for API token hashes (HMAC-SHA256); unset: read from "
+        "secret_file if given, else the public development pepper if "
+        "environment=development, this installation's own pepper for a SQLite database "
+        "(the local CLI), otherwise refused")
+    secret_file: Path | None = Field(
+        None, description="file holding the pepper (made, mode 0600, if missing); "
+        "scripts/serve.sh uses one in the user data directory")
     max_body_bytes: int = Field(5 * 1024 * 1024, ge=1024, description="largest request body")
     reads_require_token: bool = False
     celery: CelerySettings = Field(default_factory=CelerySettings)
     work: WorkSettings = Field(default_factory=WorkSettings)
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    max_parsing_requests: int = Field(
+        4, ge=1, description="authenticated writes whose bodies are read and handled at "
+        "the same time; more wait up to parsing_wait_seconds, then 503")
+    parsing_wait_seconds: float = Field(10, gt=0)
 
     @model_validator(mode="after")
     def _no_default_secret_outside_development(self) -> "Settings":
-        if self.environment != "development" and self.secret == DEFAULT_SECRET:
+        if self.secret is None:
+            if self.secret_file is not None:
+                self.secret = install_secret(Path(self.secret_file))
+            elif self.environment == "development":
+                self.secret = DEFAULT_SECRET
+            elif self.database_url.startswith("sqlite"):
+                self.secret = install_secret()
+        if self.secret is None or (self.environment != "development"
+                                   and self.secret == DEFAULT_SECRET):
             raise ValueError(
                 f"PPL_AUDIT_SECRET must be set when PPL_AUDIT_ENVIRONMENT={self.environment!r}; "
                 "the default secret is for development only"

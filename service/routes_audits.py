@@ -2,15 +2,19 @@
 from __future__ import annotations
 
 import logging
+import os
 import uuid
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse
+from starlette.background import BackgroundTask
 
-from service import present
+from service import limits, present
 from service.auth import ReadAccess, SessionDep, WriteToken
 from service.db import audits as audit_repo
-from service.db.draws import decode_draws, to_netcdf
+from service.db.draws import UnservableDraws, check_stored, decode_draws, netcdf_file
 from service.schemas import Accepted, AuditIn, Page, Problem
 from service.submission import Submission, create_audit, enqueue_scopes
 from workers.errors import InvalidRequest
@@ -34,16 +38,21 @@ def submit_audit(body: AuditIn, request: Request, session: SessionDep, token: Wr
     and its reason (still ``202``: the audit exists and says why). A malformed request
     is a ``422`` and nothing is stored or queued.
     """
+    settings = body.settings or AuditSettings()
+    over = limits.over_caps(settings, request.app.state.settings.limits, scopes=len(body.scopes),
+                        parameters=len(body.parameters or []))
+    if over:  # a 422 like any invalid field, one error per exceeded cap
+        raise RequestValidationError([o.as_error() for o in over])
     sub = Submission(name=body.name, pymc_source=body.pymc.source,
                      lazyppl_source=body.lazyppl.source, scopes=body.scopes,
-                     parameters=body.parameters, settings=body.settings or AuditSettings())
+                     parameters=body.parameters, settings=settings)
     try:
         audit, queue = create_audit(session, sub)
     except InvalidRequest as err:
         session.rollback()
         raise HTTPException(422, str(err)) from None
     audit_repo.add_event(session, audit_id=audit.id, kind="submitted",
-                         message=f"submitted with token {token.name!r}")
+                         message=f"submitted with token #{token.id}")
     session.commit()
     if queue:
         try:
@@ -85,13 +94,22 @@ def get_audit(audit_id: uuid.UUID, session: SessionDep) -> dict:
             responses={200: {"content": {"application/x-netcdf": {}}}, 404: {"model": Problem}},
             response_class=Response, summary="Draws of one fit as NetCDF (ArviZ InferenceData)")
 def download_fit(audit_id: uuid.UUID, scope: str, language: Literal["pymc", "lazyppl"],
-                 session: SessionDep) -> Response:
+                 session: SessionDep, request: Request) -> Response:
+    """Refused (422, naming the reason) when the stored names are not dense SPEC §2.3
+    names or the draws exceed the operator's scalar or output caps: checked from the
+    archive's headers before anything is decoded. The file is streamed from disk."""
     record = audit_repo.fit_record(session, audit_id, scope, language)
     if record is None:
         raise HTTPException(404, f"no {language} fit of scope {scope!r} in audit {audit_id}")
+    caps = request.app.state.settings.limits
+    try:
+        check_stored(record.draws, max_scalars=caps.scalars, max_mb=caps.output_mb)
+    except UnservableDraws as err:
+        raise HTTPException(422, f"the stored {language} fit cannot be downloaded: {err}") from None
     attrs = {"ppl_audit_audit": str(audit_id), "ppl_audit_scope": scope,
              "ppl_audit_language": language, "ppl_audit_look": record.look}
-    body = to_netcdf(decode_draws(record.draws), attrs)
+    path = netcdf_file(decode_draws(record.draws), attrs, max_scalars=caps.scalars)
     filename = f"{audit_id}-{scope}-{language}.nc"
-    return Response(body, media_type="application/x-netcdf",
-                    headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+    return FileResponse(path, media_type="application/x-netcdf", filename=filename,
+                        content_disposition_type="attachment",
+                        background=BackgroundTask(os.unlink, path))

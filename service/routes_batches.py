@@ -5,8 +5,9 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
 
-from service import present
+from service import limits, present
 from service.auth import ReadAccess, SessionDep, WriteToken
 from service.db import batches as batch_repo
 from service.schemas import Accepted, BatchIn, Page, Problem
@@ -31,6 +32,11 @@ def submit_batch(body: BatchIn, request: Request, session: SessionDep, token: Wr
                  response: Response) -> Accepted:
     """One audit per posterior, each on the ``visible`` and ``full`` scopes, with the
     PyMC fit on ``full`` also checked against posteriordb's reference draws."""
+    settings = body.settings or AuditSettings()
+    # each posterior's audit has two scopes, visible and full
+    over = limits.over_caps(settings, request.app.state.settings.limits, scopes=2)
+    if over:  # a 422 like any invalid field, one error per exceeded cap
+        raise RequestValidationError([o.as_error() for o in over])
     known = translated_posteriors()
     names = known if body.posteriors == "all" else list(body.posteriors)
     unknown = [n for n in names if n not in known]
@@ -40,7 +46,7 @@ def submit_batch(body: BatchIn, request: Request, session: SessionDep, token: Wr
     if not names:
         raise HTTPException(422, "the shipped corpus has no translated posterior")
     batch = batch_repo.create_batch(session, source=body.source, posteriors=names,
-                                    settings=(body.settings or AuditSettings()).model_dump(mode="json"))
+                                    settings=settings.model_dump(mode="json"))
     session.commit()
     try:
         request.app.state.dispatcher.batch(batch.id)

@@ -1,8 +1,10 @@
 """Request and response bodies of the REST API (SPEC §5), validated by pydantic.
 
 Every model forbids unknown keys, so a typo is a 422 naming the key. Strings are
-checked for NUL characters and data for non-finite numbers, which JSON databases
-refuse; catching them here keeps them 422s instead of failures deep in storage.
+checked for NUL characters and lone surrogates (which PostgreSQL's JSONB refuses), names
+also for any control character, and data for non-finite numbers; catching them here
+keeps them 422s instead of failures deep in storage. Name patterns are matched whole
+(``re.fullmatch``), so a trailing newline is not a name.
 """
 from __future__ import annotations
 
@@ -15,16 +17,31 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from workers.settings import AuditSettings
 
-SCOPE_NAME = r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}$"
-PARAMETER_NAME = r"^[A-Za-z_][A-Za-z0-9_.]{0,99}(\[[0-9]+(,[0-9]+)*\])?$"
+SCOPE_NAME = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}"
+PARAMETER_NAME = r"[A-Za-z_][A-Za-z0-9_.]{0,99}(\[[0-9]+(,[0-9]+)*\])?"
 MAX_SOURCE_CHARS = 200_000
 MAX_SCOPES = 8
 MAX_DATA_DEPTH = 6
 
 
-def _no_nul(text: str, what: str) -> str:
-    if "\x00" in text:
-        raise ValueError(f"{what} contains a NUL character")
+#: NUL, and UTF-16 surrogate code points (valid JSON escapes, not Unicode characters)
+_NEVER = re.compile("[\x00\ud800-\udfff]")
+#: control characters other than tab, line feed, carriage return and form feed
+_CONTROL = re.compile("[\x01-\x08\x0b\x0e-\x1f\x7f-\x9f]")
+#: in names (scope names, keys, posterior names) no control character at all
+_NAME_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _no_nul(text: str, what: str, *, name: bool = False) -> str:
+    """``text`` if it holds only storable characters; ``name=True`` also refuses tab and
+    newlines (a name is one line)."""
+    bad = (_NAME_CONTROL if name else _NEVER).search(text) or (
+        None if name else _CONTROL.search(text))
+    if bad:
+        ch = bad.group()
+        kind = ("a NUL character" if ch == "\x00" else
+                "a lone surrogate" if "\ud800" <= ch <= "\udfff" else "a control character")
+        raise ValueError(f"{what} contains {kind} (U+{ord(ch):04X})")
     return text
 
 
@@ -47,7 +64,7 @@ def check_data(value: Any, path: str = "data", depth: int = 0) -> None:
         return
     if isinstance(value, dict):
         for key, item in value.items():
-            _no_nul(key, f"a key in {path}")
+            _no_nul(key, f"a key in {path}", name=True)
             check_data(item, f"{path}.{key}", depth + 1)
         return
     raise ValueError(f"{path} has an unsupported type {type(value).__name__}")
@@ -87,7 +104,7 @@ class AuditIn(_Strict):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        _no_nul(v, "name")
+        _no_nul(v, "name", name=True)
         if not v.strip():
             raise ValueError("name is blank")
         return v
@@ -96,8 +113,8 @@ class AuditIn(_Strict):
     @classmethod
     def _scopes(cls, scopes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for name, data in scopes.items():
-            if not re.match(SCOPE_NAME, name):
-                raise ValueError(f"scope name {name!r} must match {SCOPE_NAME}")
+            if not re.fullmatch(SCOPE_NAME, name):
+                raise ValueError(f"scope name {ascii(name)} must match {SCOPE_NAME} (whole)")
             check_data(data, f"scopes.{name}")
         return scopes
 
@@ -107,8 +124,8 @@ class AuditIn(_Strict):
         if names is None:
             return None
         for n in names:
-            if not re.match(PARAMETER_NAME, n):
-                raise ValueError(f"parameter name {n!r} is not a name like mu, theta or beta[2,3]")
+            if not re.fullmatch(PARAMETER_NAME, n):
+                raise ValueError(f"parameter name {ascii(n)} is not a name like mu, theta or beta[2,3]")
         if len(set(names)) != len(names):
             raise ValueError("parameters lists a name twice")
         return names
@@ -129,7 +146,7 @@ class BatchIn(_Strict):
             if not v:
                 raise ValueError("posteriors is empty; give names or \"all\"")
             for n in v:
-                _no_nul(n, "a posterior name")
+                _no_nul(n, "a posterior name", name=True)
             if len(set(v)) != len(v):
                 raise ValueError("posteriors lists a name twice")
         return v

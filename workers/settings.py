@@ -6,7 +6,7 @@ result, so a verdict can be re-derived with exactly the numbers that produced it
 """
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -23,7 +23,10 @@ class PyMCSettings(_Group):
     tune: int = Field(1000, ge=50, le=20000)
     draws: int = Field(1000, ge=50, le=50000)
     target_accept: float = Field(0.9, gt=0.5, lt=1.0)
-    retry_target_accepts: list[float] = Field(default_factory=lambda: [0.95, 0.99])
+    # each a NUTS acceptance target, so strictly between 0 and 1; how many is the
+    # operator's cap (service LimitSettings.retries), not the schema's
+    retry_target_accepts: list[Annotated[float, Field(gt=0.0, lt=1.0)]] = Field(
+        default_factory=lambda: [0.95, 0.99])
     backend: Literal["pymc", "nutpie", "numpyro", "blackjax"] = "nutpie"
     # low-rank (nutpie) / dense (pymc, numpyro) adaptation: measured 10× the ESS per
     # second of a diagonal one on correlated regressions (benchmarks/nuts_backends.py)
