@@ -33,7 +33,8 @@ _REFUSED_STATEMENTS = {
 }
 _MODEL_FUNCTIONS = ("model", "make_model")
 # PyMC members that create a named model variable (the name is the first argument).
-_NAMED_VARIABLES = P.PYMC_DISTRIBUTIONS | (P.PYMC_MODEL - {"Model"})
+_NAMED_VARIABLES = (P.PYMC_DISTRIBUTIONS | (P.PYMC_MODEL - {"Model"})
+                    | P._names("Potential CustomDist DensityDist"))
 _SHORT = {"pymc": "pm", "numpy": "np", "pytensor.tensor": "pt"}
 
 
@@ -107,6 +108,10 @@ class _Checker:
     def _import_path(self, alias: ast.alias, node: ast.Import) -> str:
         path = alias.name
         if path not in self.profile.modules:
+            if path in P.STANDARD.modules:
+                raise _refuse(f"import of {path!r} is not allowed in the "
+                              f"{self.profile.name} profile (the `standard` profile allows "
+                              f"it for {', '.join(sorted(P.STANDARD.modules[path]))})", node)
             raise _refuse(f"import of {path!r} is not allowed (allowed: "
                           f"{self._allowed_imports()} and their listed sub-modules)", node)
         if "." in path and not alias.asname:
@@ -155,7 +160,8 @@ class _Checker:
             return f"{path}.{name}"
         if name in self.profile.modules.get(path, ()):
             return None
-        raise _refuse(f"{shown}.{name} is not allowed: {_why(name, shown)}", node)
+        raise _refuse(f"{shown}.{name} is not allowed: {_why(name, shown, self.profile)}",
+                      node)
 
     # -- names -----------------------------------------------------------------------
     def _collect_bound_names(self) -> None:
@@ -295,18 +301,37 @@ class _Checker:
             if keyword.arg == "total_size" and self.profile.refuse_total_size:
                 raise _refuse("total_size is not allowed: it rescales the likelihood "
                               "(a tempered likelihood without minibatches)", node)
-        if self.profile.refuse_scalar_like_names and self._creates_named_variable(node):
+        path, member = self._callee(node)
+        if self.profile.refuse_scalar_like_names and member in _NAMED_VARIABLES \
+                and path in ("pymc", "pymc.distributions"):
             self._check_variable_name(node)
+        limits = self.profile.call_arguments.get(f"{path}.{member}")
+        if limits is not None:
+            self._check_call_arguments(node, f"{_short(path)}.{member}", *limits)
 
-    def _creates_named_variable(self, node: ast.Call) -> bool:
+    def _callee(self, node: ast.Call) -> tuple[str | None, str | None]:
+        """(module path, member) when the call is of a module member, else (None, None)."""
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.member_imports:
-            path, member = self.member_imports[func.id]
-        elif isinstance(func, ast.Attribute):
-            path, member = self._module_path(func.value), func.attr
-        else:
-            return False
-        return path in ("pymc", "pymc.distributions") and member in _NAMED_VARIABLES
+            return self.member_imports[func.id]
+        if isinstance(func, ast.Attribute):
+            path = self._module_path(func.value)
+            if path is not None:
+                return path, func.attr
+        return None, None
+
+    @staticmethod
+    def _check_call_arguments(node: ast.Call, shown: str, positional: int,
+                              keywords: frozenset[str]) -> None:
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise _refuse(f"`*` unpacking in a call of {shown} is not allowed", node)
+        if len(node.args) > positional:
+            raise _refuse(f"{shown} takes at most {positional} positional arguments here "
+                          "(the later ones configure the compiler)", node)
+        for keyword in node.keywords:
+            if keyword.arg not in keywords:
+                raise _refuse(f"{shown}({keyword.arg}=...) is not allowed (allowed "
+                              f"keywords: {', '.join(sorted(keywords))})", node)
 
     def _check_variable_name(self, node: ast.Call) -> None:
         names = [k.value for k in node.keywords if k.arg == "name"]
@@ -347,7 +372,16 @@ def _first_param(func: ast.FunctionDef) -> str:
     return params[0].arg
 
 
-def _why(name: str, shown_module: str | None) -> str:
+def _why(name: str, shown_module: str | None, profile: P.Profile | None = None) -> str:
+    why = _why_refused(name, shown_module)
+    if profile is not None and shown_module and profile.name != P.STANDARD.name and any(
+            name in members for path, members in P.STANDARD.modules.items()
+            if _short(path) == shown_module):
+        why += " (the `standard` profile allows it)"
+    return why
+
+
+def _why_refused(name: str, shown_module: str | None) -> str:
     if name in P.WHY_REFUSED:
         return P.WHY_REFUSED[name]
     for prefix, why in P.WHY_REFUSED_PREFIXES.items():
