@@ -51,6 +51,14 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the batch report as JSON")
     p.add_argument("--fresh", action="store_true",
                    help="recompute audits even when an identical one is stored")
+    p.add_argument("--database", metavar="PATH",
+                   help="a posteriordb checkout to read instead of the shipped subset "
+                   "(with --pymc-from database)")
+    p.add_argument("--pymc-from", choices=["translations", "database"], default="translations",
+                   help="translations: our PyMC/LazyPPL pairs (default); database: each "
+                   "posterior's own PyMC implementation against its reference draws")
+    p.add_argument("--profile", choices=["strict", "standard"],
+                   help="PyMC profile (overrides the settings file; default strict)")
 
 
 def _settings(path: Path | None) -> AuditSettings:
@@ -304,6 +312,8 @@ def batch_main(args: argparse.Namespace) -> int:
     from corpus.loader import list_posteriors
 
     out, err = _stdout_console(), Console(stderr=True)
+    if args.pymc_from == "database" or args.database:
+        return _reference_batch_main(args, out, err)
     try:
         available = list_posteriors()
         if args.posteriors:
@@ -313,7 +323,29 @@ def batch_main(args: argparse.Namespace) -> int:
                 raise InvalidRequest(f"not in the translated corpus: {', '.join(unknown)}")
         else:
             names = available
-        report = run_batch(names, _settings(args.settings), console=err, fresh=args.fresh)
+        report = run_batch(names, _audit_settings(args), console=err, fresh=args.fresh)
+    except AuditError as e:
+        err.print(f"ppl-audit: {e}", style="red", markup=False)
+        return 2
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_batch(out, report)
+    return 0
+
+
+def _reference_batch_main(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """`--pymc-from database`: each posterior's own PyMC program vs its reference."""
+    from service.reference_batch import run_reference_batch
+
+    try:
+        if args.pymc_from != "database" or not args.database:
+            raise InvalidRequest("--database PATH and --pymc-from database go together "
+                                 "(our translations are audited on the shipped subset)")
+        names = ([n.strip() for n in args.posteriors.split(",") if n.strip()]
+                 if args.posteriors else None)
+        report = run_reference_batch(args.database, names, _audit_settings(args), console=err,
+                                     progress_factory=lambda prefix: _Progress(err, prefix))
     except AuditError as e:
         err.print(f"ppl-audit: {e}", style="red", markup=False)
         return 2
