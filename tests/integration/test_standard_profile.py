@@ -89,3 +89,29 @@ def test_the_child_refuses_a_potential_under_strict_at_run_time():
 def test_a_potential_under_strict_is_refused_before_anything_runs():
     with pytest.raises(ProgramRefused, match="pm.Potential.*standard"):
         fit_pymc(POTENTIAL_ONLY, {}, chains=1, tune=50, draws=50)
+
+
+def test_the_standard_runtime_namespace_holds_only_scan_of_pytensor():
+    """Behind the verifier: `import pytensor` in the child gives a view with `scan` and
+    the allowed sub-modules, never the package (no function, config, printing)."""
+    from workers.pymc_runner.child import _restricted_builtins
+    from workers.pymc_runner.profile import STANDARD
+
+    namespace = {"__builtins__": _restricted_builtins(STANDARD)}
+    for code, error in [("import pytensor\npytensor.scan", None),
+                        ("import pytensor\npytensor.tensor.exp", None),
+                        ("from pytensor import scan", None),
+                        ("import pymc as pm\npm.Potential, pm.CustomDist, pm.logp", None),
+                        ("import pytensor\npytensor.function", AttributeError),
+                        ("import pytensor\npytensor.config", AttributeError),
+                        ("import pytensor\npytensor.printing", AttributeError),
+                        ("from pytensor import function", ImportError),
+                        ("import pymc as pm\npm.sample", AttributeError),
+                        ("import pymc as pm\npm.Simulator", AttributeError)]:
+        if error is None:
+            exec(code, namespace)
+        else:
+            with pytest.raises(error):
+                exec(code, namespace)
+    strict = {"__builtins__": _restricted_builtins()}
+    assert exec("import pytensor\nx = pytensor", strict) is None and strict["x"] is None
