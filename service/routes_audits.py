@@ -12,9 +12,8 @@ from service.auth import ReadAccess, SessionDep, WriteToken
 from service.db import audits as audit_repo
 from service.db.draws import decode_draws, to_netcdf
 from service.schemas import Accepted, AuditIn, Page, Problem
-from service.submission import Submission, create_audit, enqueue_scopes
+from service.submission import create_audit, enqueue_scopes, submission_from
 from workers.errors import InvalidRequest
-from workers.settings import AuditSettings
 
 log = logging.getLogger("ppl_audit.api")
 router = APIRouter(prefix="/api/v1/audits", tags=["audits"])
@@ -34,10 +33,8 @@ def submit_audit(body: AuditIn, request: Request, session: SessionDep, token: Wr
     and its reason (still ``202``: the audit exists and says why). A malformed request
     is a ``422`` and nothing is stored or queued.
     """
-    sub = Submission(name=body.name, pymc_source=body.pymc.source,
-                     lazyppl_source=body.lazyppl.source, scopes=body.scopes,
-                     parameters=body.parameters, settings=body.settings or AuditSettings())
     try:
+        sub = submission_from(body)
         audit, queue = create_audit(session, sub)
     except InvalidRequest as err:
         session.rollback()

@@ -88,7 +88,7 @@ def run_reference_scope(request: ReferenceAuditRequest, progress: Progress = _qu
     started = time.monotonic()
     deadline = started + s.budget.wall_seconds
     seed = derive_seed(s.seed, SCOPE, "pymc")
-    ev: dict = {"scope": SCOPE, "data_sha256": data_hash(request.data),
+    ev: dict = {"scope": SCOPE, "kind": "reference", "data_sha256": data_hash(request.data),
                 "seeds": {"pymc": seed}, "looks": []}
     fits: dict[int, Fit] = {}
     draws = s.pymc.draws
