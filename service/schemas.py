@@ -92,7 +92,8 @@ class AuditIn(_Strict):
             raise ValueError("give exactly one of lazyppl (a translation pair) and "
                              "reference (a posteriordb posterior)")
         if self.lazyppl is not None and not self.scopes:
-            raise ValueError("scopes: at least one scope is needed")
+            raise ValueError("scopes: Dictionary should have at least 1 item (a "
+                             "translation pair is audited on at least one scope)")
         if self.reference is not None and set(self.scopes) - {"full"}:
             raise ValueError("with reference the only scope is 'full' (the data the "
                              "reference was computed on)")
