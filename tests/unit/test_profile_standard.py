@@ -82,6 +82,15 @@ def test_strict_refuses_them_naming_the_construct(name, construct):
     assert construct in info.value.message and "standard" in info.value.message
 
 
+def test_strict_names_from_pytensor_import_scan_and_the_profile_that_allows_it():
+    source = program(SCAN.replace("pytensor.scan", "scan"),
+                     header=STRICT_HEADER + "from pytensor import scan\n")
+    with pytest.raises(ProgramRefused, match=r"from pytensor import scan .*`standard`"):
+        verify(source, STRICT)
+    with pytest.raises(ProgramRefused, match="import from 'pytensor' is not allowed"):
+        verify("from pytensor import function\n" + program("return None"), STRICT)
+
+
 def test_strict_names_potential_and_the_profile_that_allows_it():
     source = program("with pm.Model() as m:\n    x = pm.Normal('x')\n"
                      "    pm.Potential('p', -x ** 2)\nreturn m",

@@ -135,6 +135,10 @@ class _Checker:
                 if module in P.PARENT_PACKAGES and whole in self.profile.modules:
                     self._bind_module(whole, node, bound)
                     continue
+                if alias.name in P.STANDARD.modules.get(module, ()):
+                    raise _refuse(f"from {module} import {alias.name} is not allowed in the "
+                                  f"{self.profile.name} profile (the `standard` profile "
+                                  "allows it)", node)
                 raise _refuse(f"import from {module!r} is not allowed (allowed: "
                               f"{self._allowed_imports()})", node)
             reached = self._member(module, alias.name, node)
