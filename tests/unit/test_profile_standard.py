@@ -91,6 +91,15 @@ def test_strict_names_from_pytensor_import_scan_and_the_profile_that_allows_it()
         verify("from pytensor import function\n" + program("return None"), STRICT)
 
 
+def test_an_imported_scan_is_checked_and_may_only_be_called_directly():
+    header = HEADER + "from pytensor import scan as sc\n"
+    with pytest.raises(ProgramRefused, match="mode"):
+        verify(program("sc(abs, data, mode='FAST_COMPILE')\nreturn None", header), STANDARD)
+    with pytest.raises(ProgramRefused, match="sc may only be called directly"):
+        verify(program("f = sc\nreturn None", header), STANDARD)
+    verify(program("sc(abs, data)\nreturn None", header), STANDARD)
+
+
 def test_strict_names_potential_and_the_profile_that_allows_it():
     source = program("with pm.Model() as m:\n    x = pm.Normal('x')\n"
                      "    pm.Potential('p', -x ** 2)\nreturn m",
@@ -125,6 +134,8 @@ STILL_REFUSED = [
     ("CustomDist constant observed", "pm.CustomDist('y', logp=abs, observed=3.0)",
      "observed"),
     ("scan module alias", "s = pytensor\ns.scan(abs)", "pytensor"),
+    ("scan aliased", "s = pytensor.scan\ns(abs, data, mode='FAST_COMPILE')", "directly"),
+    ("scan passed on", "list(map(pytensor.scan, [abs]))", "directly"),
 ]
 
 

@@ -257,9 +257,20 @@ class _Checker:
             return
         if node.id in self.module_aliases:
             self._require_member_access(node, _short(self.module_aliases[node.id]))
+        elif node.id in self.member_imports and ".".join(
+                self.member_imports[node.id]) in self.profile.call_arguments:
+            self._require_direct_call(node, node.id)
         elif node.id not in self.bound and node.id not in self.profile.builtins:
             raise _refuse(f"name {node.id!r} is not allowed: it is neither defined by the "
                           f"program nor an allowed builtin", node)
+
+    def _require_direct_call(self, node: ast.AST, shown: str) -> None:
+        """A member whose call arguments are restricted (``pytensor.scan``) may only be
+        called where it is named: passed on or aliased, its calls could not be checked."""
+        parent = self.parents.get(node)
+        if not (isinstance(parent, ast.Call) and parent.func is node):
+            raise _refuse(f"{shown} may only be called directly ({shown}(...)): its "
+                          "arguments are checked", node)
 
     def _require_member_access(self, node: ast.AST, shown: str) -> None:
         """A module may only appear as ``module.member``: no aliasing, no passing it on."""
@@ -276,6 +287,8 @@ class _Checker:
             reached = self._member(base, node.attr, node)
             if reached is not None:
                 self._require_member_access(node, _short(reached))
+            elif f"{base}.{node.attr}" in self.profile.call_arguments:
+                self._require_direct_call(node, f"{_short(base)}.{node.attr}")
             return
         if node.attr.startswith("_"):
             raise _refuse(f".{node.attr}: private and dunder attributes are not allowed",
