@@ -74,16 +74,37 @@ def list_posteriors() -> list[str]:
     )
 
 
-def _posterior(name: str):
-    if name not in reference_posteriors():
-        raise KeyError(f"posterior {name!r} is not in the shipped corpus")
-    return database().posterior(name)
+def open_database(path: str | Path) -> PosteriorDatabase:
+    """A user's posteriordb checkout (any commit with posteriordb's layout: the folder
+    holding ``posteriors/``, ``models/``, ``data/``, ``reference_posteriors/``)."""
+    root = Path(path)
+    if (root / "posterior_database").is_dir():  # the repository root was given
+        root = root / "posterior_database"
+    if not (root / "posteriors").is_dir():
+        raise FileNotFoundError(f"{path} is not a posteriordb checkout (no posteriors/)")
+    return PosteriorDatabase(str(root))
 
 
-def load_data(name: str) -> dict:
+def _posterior(name: str, db: PosteriorDatabase | None = None):
+    if name not in (db.posterior_names() if db is not None else reference_posteriors()):
+        where = "the database" if db is not None else "the shipped corpus"
+        raise KeyError(f"posterior {name!r} is not in {where}")
+    return (db or database()).posterior(name)
+
+
+def load_data(name: str, db: PosteriorDatabase | None = None) -> dict:
     """posteriordb's data for ``name``, unchanged (the ``full`` scope)."""
     # .values() unzips in memory; .file_path() would leave a temporary file behind.
-    return _posterior(name).data.values()
+    return _posterior(name, db).data.values()
+
+
+def pymc_implementation(name: str, db: PosteriorDatabase | None = None) -> str | None:
+    """The posterior's own PyMC program (``models/info/<model>.info.json`` →
+    ``model_implementations.pymc``), or None when the database has none."""
+    model = _posterior(name, db).model
+    if "pymc" not in model._implementations:  # noqa: SLF001 - the package has no accessor
+        return None
+    return model.code("pymc")
 
 
 def load_stan_code(name: str) -> str:
@@ -98,12 +119,18 @@ def reference_names(name: str) -> list[str]:
     return list(load_reference(name).draws)
 
 
-def load_reference(name: str) -> Fit:
-    """posteriordb's reference draws for ``name`` as a Fit (language "reference")."""
-    posterior = _posterior(name)
-    if not Path(posterior.reference_draws_file_path() + ".zip").is_file():
+def load_reference(name: str, db: PosteriorDatabase | None = None) -> Fit:
+    """posteriordb's reference draws for ``name`` as a Fit (language "reference"), from
+    the shipped snapshot or from ``db``."""
+    posterior = _posterior(name, db)
+    try:
+        draws_path = posterior.reference_draws_file_path()
+    except AssertionError:  # the package asserts a reference_posterior_name
+        draws_path = ""
+    if not draws_path or not Path(draws_path + ".zip").is_file():
         raise FileNotFoundError(
-            f"the shipped posteriordb snapshot has no reference draws for {name!r}")
+            f"{'the database' if db is not None else 'the shipped posteriordb snapshot'} "
+            f"has no reference draws for {name!r}")
     chains = posterior.reference_draws()  # list of chains: {scalar name: [draws]}
     info = posterior.reference_draws_info()
     names = list(chains[0])
@@ -129,7 +156,8 @@ def load_reference(name: str) -> Fit:
         stats={"posteriordb_checks": info.get("checks_made", {})},
         timings={},
         versions={
-            "posteriordb_commit": _source_commit(),
+            "posteriordb_commit": _source_commit() if db is None else "unknown",
+            **({"posteriordb_path": str(db.path)} if db is not None else {}),
             "rstan": (info.get("versions") or {}).get("rstan_version"),
         },
         reportable=reportable,

@@ -24,12 +24,20 @@ from workers.settings import AuditSettings
 
 def add_audit_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pymc", required=True, type=Path, help="PyMC program (defines model(data))")
-    p.add_argument("--lazyppl", required=True, type=Path, help="LazyPPL module (exports model)")
-    p.add_argument("--scope", action="append", required=True, metavar="NAME=DATA.json",
-                   help="a named data set; repeat for several scopes")
+    other = p.add_mutually_exclusive_group(required=True)
+    other.add_argument("--lazyppl", type=Path, help="LazyPPL module (exports model)")
+    other.add_argument("--reference", metavar="POSTERIOR",
+                       help="compare with posteriordb's reference draws of POSTERIOR instead "
+                       "(no LazyPPL side; scope full, default: the posterior's data)")
+    p.add_argument("--scope", action="append", metavar="NAME=DATA.json",
+                   help="a named data set; repeat for several scopes (with --reference: "
+                   "only full=DATA.json)")
     p.add_argument("--parameters", help="comma-separated base names to compare (default: "
-                   "every name in the LazyPPL draw)")
+                   "every name in the LazyPPL draw, or in the reference)")
     p.add_argument("--settings", type=Path, help="JSON file of settings (SPEC §5 groups)")
+    p.add_argument("--profile", choices=["strict", "standard"],
+                   help="PyMC profile (docs/PYMC_PROFILE.md; overrides the settings file; "
+                   "default strict)")
     p.add_argument("--json", action="store_true", help="print the full evidence as JSON")
     p.add_argument("--no-save", action="store_true", help="do not store the result")
 
@@ -43,6 +51,14 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the batch report as JSON")
     p.add_argument("--fresh", action="store_true",
                    help="recompute audits even when an identical one is stored")
+    p.add_argument("--database", metavar="PATH",
+                   help="a posteriordb checkout to read instead of the shipped subset "
+                   "(with --pymc-from database)")
+    p.add_argument("--pymc-from", choices=["translations", "database"], default="translations",
+                   help="translations: our PyMC/LazyPPL pairs (default); database: each "
+                   "posterior's own PyMC implementation against its reference draws")
+    p.add_argument("--profile", choices=["strict", "standard"],
+                   help="PyMC profile (overrides the settings file; default strict)")
 
 
 def _settings(path: Path | None) -> AuditSettings:
@@ -142,19 +158,65 @@ def _run_with_progress(request: pipeline.AuditRequest, console: Console, prefix:
         return pipeline.run_audit(request, progress=progress)
 
 
+def _audit_settings(args: argparse.Namespace) -> AuditSettings:
+    settings = _settings(args.settings)
+    if getattr(args, "profile", None):
+        pymc = settings.pymc.model_copy(update={"profile": args.profile})
+        settings = settings.model_copy(update={"pymc": pymc})
+    return settings
+
+
+def _reference_request(args: argparse.Namespace, name: str, parameters):
+    """`--reference POSTERIOR`: the PyMC program against posteriordb's draws."""
+    from corpus.loader import load_data, load_reference
+    from workers.reference_audit import SCOPE, ReferenceAuditRequest
+
+    names = sorted({spec.partition("=")[0] for spec in args.scope or []})
+    if set(names) - {SCOPE}:
+        raise InvalidRequest(f"with --reference the only scope is {SCOPE!r} (the data the "
+                             f"reference was computed on), got {names}")
+    scopes = _scopes(args.scope or [])
+    try:
+        reference = load_reference(args.reference)
+        data = scopes[SCOPE] if SCOPE in scopes else load_data(args.reference)
+    except (KeyError, FileNotFoundError, ValueError) as e:
+        raise InvalidRequest(f"no posteriordb reference {args.reference!r}: {e}") from None
+    return ReferenceAuditRequest(name=name, pymc_source=args.pymc.read_text(),
+                                 posterior=args.reference, reference=reference, data=data,
+                                 parameters=parameters, settings=_audit_settings(args))
+
+
 def audit_main(args: argparse.Namespace) -> int:
     """Run one audit locally; exit 0 for any verdict, 2 if the audit could not run."""
     out, err = _stdout_console(), Console(stderr=True)
     try:
         name = args.pymc.parent.name if args.pymc.stem == "model" else args.pymc.stem
-        request = pipeline.AuditRequest(
-            name=name, pymc_source=args.pymc.read_text(), lazyppl_source=args.lazyppl.read_text(),
-            scopes=_scopes(args.scope),
-            parameters=[p.strip() for p in args.parameters.split(",")] if args.parameters else None,
-            settings=_settings(args.settings))
+        parameters = ([p.strip() for p in args.parameters.split(",")]
+                      if args.parameters else None)
+        if getattr(args, "reference", None):
+            request = _reference_request(args, name, parameters)
+        else:
+            if not args.scope:
+                raise InvalidRequest("--scope NAME=DATA.json is needed (at least one)")
+            request = pipeline.AuditRequest(
+                name=name, pymc_source=args.pymc.read_text(),
+                lazyppl_source=args.lazyppl.read_text(), scopes=_scopes(args.scope),
+                parameters=parameters, settings=_audit_settings(args))
     except (OSError, AuditError) as e:
         err.print(f"ppl-audit: {e}", style="red", markup=False)
         return 2
+    if not isinstance(request, pipeline.AuditRequest):
+        from workers.reference_audit import run_reference_audit
+
+        with _Progress(err) as progress:
+            evidence, _ = run_reference_audit(request, progress=progress)
+        # not stored: the audit table holds LazyPPL/PyMC pairs (a reference audit's
+        # evidence is printed, or written with --json)
+        if args.json:
+            print(json.dumps(evidence, indent=2))
+        else:
+            print_audit(out, evidence)
+        return 0
     evidence, fits = _run_with_progress(request, err)
     if not args.no_save:
         evidence["id"] = str(store_result(_session_factory(), request, evidence, fits, source="cli"))
@@ -250,6 +312,8 @@ def batch_main(args: argparse.Namespace) -> int:
     from corpus.loader import list_posteriors
 
     out, err = _stdout_console(), Console(stderr=True)
+    if args.pymc_from == "database" or args.database:
+        return _reference_batch_main(args, out, err)
     try:
         available = list_posteriors()
         if args.posteriors:
@@ -259,7 +323,29 @@ def batch_main(args: argparse.Namespace) -> int:
                 raise InvalidRequest(f"not in the translated corpus: {', '.join(unknown)}")
         else:
             names = available
-        report = run_batch(names, _settings(args.settings), console=err, fresh=args.fresh)
+        report = run_batch(names, _audit_settings(args), console=err, fresh=args.fresh)
+    except AuditError as e:
+        err.print(f"ppl-audit: {e}", style="red", markup=False)
+        return 2
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_batch(out, report)
+    return 0
+
+
+def _reference_batch_main(args: argparse.Namespace, out: Console, err: Console) -> int:
+    """`--pymc-from database`: each posterior's own PyMC program vs its reference."""
+    from service.reference_batch import run_reference_batch
+
+    try:
+        if args.pymc_from != "database" or not args.database:
+            raise InvalidRequest("--database PATH and --pymc-from database go together "
+                                 "(our translations are audited on the shipped subset)")
+        names = ([n.strip() for n in args.posteriors.split(",") if n.strip()]
+                 if args.posteriors else None)
+        report = run_reference_batch(args.database, names, _audit_settings(args), console=err,
+                                     progress_factory=lambda prefix: _Progress(err, prefix))
     except AuditError as e:
         err.print(f"ppl-audit: {e}", style="red", markup=False)
         return 2

@@ -25,9 +25,11 @@ def _interval(iv, fmt: str = "{:+.3f}") -> str:
 
 def _rows_table(title: str, rows: list[dict], cand: str, base: str) -> Table:
     t = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
+    sides = "/".join({"lazyppl": "L", "pymc": "P", "reference": "ref"}.get(x, x)
+                     for x in (cand, base))
     for col, just in (("parameter", "left"), ("d", "right"), ("D = d ± k·MCSE", "right"),
-                      ("r", "right"), ("R", "right"), ("bulk ESS L/P", "right"),
-                      ("R-hat L/P", "right"), ("verdict", "left")):
+                      ("r", "right"), ("R", "right"), (f"bulk ESS {sides}", "right"),
+                      (f"R-hat {sides}", "right"), ("verdict", "left")):
         t.add_column(col, justify=just, no_wrap=True)
     for row in rows:
         c, b = row.get(cand) or {}, row.get(base) or {}
@@ -41,14 +43,18 @@ def _rows_table(title: str, rows: list[dict], cand: str, base: str) -> Table:
 
 def print_audit(console: Console, ev: dict) -> None:
     """The verdict first, then a table per scope with gates, hints and the reference check."""
-    console.print(f"L = LazyPPL, P = PyMC (baseline); d in baseline SDs, r = SD ratio", style="dim")
+    pair = ("pymc", "reference") if ev.get("kind") == "reference" else ("lazyppl", "pymc")
+    console.print("P = PyMC, ref = posteriordb reference (baseline)" if pair[0] == "pymc" else
+                  "L = LazyPPL, P = PyMC (baseline)", style="dim", end="")
+    console.print("; d in baseline SDs, r = SD ratio", style="dim")
     console.print(f"\n[bold]{ev.get('name', 'audit')}[/]: {badge(ev.get('verdict'))} — {ev.get('reason', '')}",
                   highlight=False)
     for name, sc in (ev.get("scopes") or {}).items():
         console.print(f"\n[bold]scope {name}[/]: {badge(sc.get('verdict'))} — {sc.get('reason', '')}",
                       highlight=False)
         if sc.get("comparisons"):
-            console.print(_rows_table(f"LazyPPL vs PyMC ({name})", sc["comparisons"], "lazyppl", "pymc"))
+            title = "PyMC vs reference" if pair[0] == "pymc" else "LazyPPL vs PyMC"
+            console.print(_rows_table(f"{title} ({name})", sc["comparisons"], *pair))
         for side, failed in (sc.get("gates") or {}).items():
             for f in failed:
                 console.print(f"  gate failed ({side}): {f}", style="yellow", highlight=False)
@@ -67,7 +73,8 @@ def print_audit(console: Console, ev: dict) -> None:
         looks = sc.get("looks") or []
         if len(looks) > 1:
             console.print("  looks: " + "; ".join(
-                f"{lk['look']}: {lk['pymc_draws']}/{lk['lazyppl_draws']} draws → {lk['verdict']}"
+                f"{lk['look']}: {lk['pymc_draws']}/{lk.get('lazyppl_draws', '-')} draws → "
+                f"{lk['verdict']}"
                 for lk in looks), highlight=False)
         if sc.get("uncompared_pymc"):
             console.print(f"  PyMC variables not compared: {', '.join(sc['uncompared_pymc'])}",

@@ -16,7 +16,7 @@ from service.auth import ReadAccess, SessionDep, WriteToken
 from service.db import audits as audit_repo
 from service.db.draws import UnservableDraws, check_stored, decode_draws, netcdf_file
 from service.schemas import Accepted, AuditIn, Page, Problem
-from service.submission import Submission, create_audit, enqueue_scopes
+from service.submission import create_audit, enqueue_scopes, submission_from
 from workers.errors import InvalidRequest
 from workers.settings import AuditSettings
 
@@ -39,14 +39,12 @@ def submit_audit(body: AuditIn, request: Request, session: SessionDep, token: Wr
     is a ``422`` and nothing is stored or queued.
     """
     settings = body.settings or AuditSettings()
-    over = limits.over_caps(settings, request.app.state.settings.limits, scopes=len(body.scopes),
-                        parameters=len(body.parameters or []))
+    over = limits.over_caps(settings, request.app.state.settings.limits,
+                            scopes=len(body.scopes or {}), parameters=len(body.parameters or []))
     if over:  # a 422 like any invalid field, one error per exceeded cap
         raise RequestValidationError([o.as_error() for o in over])
-    sub = Submission(name=body.name, pymc_source=body.pymc.source,
-                     lazyppl_source=body.lazyppl.source, scopes=body.scopes,
-                     parameters=body.parameters, settings=settings)
     try:
+        sub = submission_from(body)
         audit, queue = create_audit(session, sub)
     except InvalidRequest as err:
         session.rollback()

@@ -13,7 +13,7 @@ import re
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from workers.settings import AuditSettings
 
@@ -88,14 +88,33 @@ class ProgramIn(_Strict):
 
 
 class AuditIn(_Strict):
-    """``POST /api/v1/audits``: one translation pair and its scopes."""
+    """``POST /api/v1/audits``: one translation pair and its scopes, or (with
+    ``reference`` instead of ``lazyppl``) one PyMC program against posteriordb's
+    reference draws on scope ``full`` (default data: the posterior's own)."""
 
     name: str = Field(min_length=1, max_length=200)
     pymc: ProgramIn
-    lazyppl: ProgramIn
+    lazyppl: ProgramIn | None = None
+    reference: str | None = Field(
+        None, pattern=r"^[A-Za-z0-9_.-]{1,200}$",
+        description="a posteriordb posterior: compare the PyMC program with its reference "
+                    "draws instead of a LazyPPL program")
     scopes: dict[str, dict[str, Any]] = Field(
-        min_length=1, max_length=MAX_SCOPES,
+        default_factory=dict, max_length=MAX_SCOPES,
         description="scope name -> data object (the program's `data`)")
+
+    @model_validator(mode="after")
+    def _one_other_side(self) -> "AuditIn":
+        if (self.lazyppl is None) == (self.reference is None):
+            raise ValueError("give exactly one of lazyppl (a translation pair) and "
+                             "reference (a posteriordb posterior)")
+        if self.lazyppl is not None and not self.scopes:
+            raise ValueError("scopes: Dictionary should have at least 1 item (a "
+                             "translation pair is audited on at least one scope)")
+        if self.reference is not None and set(self.scopes) - {"full"}:
+            raise ValueError("with reference the only scope is 'full' (the data the "
+                             "reference was computed on)")
+        return self
     parameters: list[str] | None = Field(
         None, min_length=1, max_length=200,
         description="base names to compare; default: what the LazyPPL program reports")

@@ -121,6 +121,10 @@ def fit_scope(job: ScopeJob, progress: pipeline.Progress,
     """Run the pipeline on one scope (long; no transaction open). ``wall_seconds`` caps
     the audit's ``budget.wall_seconds`` (the task's time limit): the sandbox kills fits
     that pass it and the scope ends ``inconclusive``, budget spent."""
+    from service.submission import is_reference_audit
+
+    if is_reference_audit(job.lazyppl_source, job.posterior):
+        return _fit_reference_scope(job, progress)
     reference = None
     if job.posterior and job.scope == "full":
         from corpus.loader import load_reference
@@ -175,6 +179,19 @@ def release_scope(sessions: Sessions, audit_id: uuid.UUID, scope: str, owner: st
         work_repo.release_scope_lease(s, audit_id, scope, owner)
 
 
+def _fit_reference_scope(job: ScopeJob, progress: pipeline.Progress) -> pipeline.ScopeOutcome:
+    """A reference audit's only scope: the PyMC program against posteriordb's draws."""
+    from corpus.loader import load_reference
+    from workers.reference_audit import ReferenceAuditRequest, run_reference_scope
+
+    request = ReferenceAuditRequest(name=job.posterior, pymc_source=job.pymc_source,
+                                    posterior=job.posterior,
+                                    reference=load_reference(job.posterior), data=job.data,
+                                    parameters=job.parameters, settings=job.settings)
+    evidence, fits = run_reference_scope(request, progress)
+    return pipeline.ScopeOutcome(evidence, {("pymc", look): f for look, f in fits.items()})
+
+
 def save_scope(sessions: Sessions, job: ScopeJob, outcome: pipeline.ScopeOutcome) -> bool:
     """Store the scope's evidence, fits and rows once. True when every scope of the audit
     has a result (the caller then enqueues :func:`finish`)."""
@@ -217,6 +234,8 @@ def finish(sessions: Sessions, audit_id: uuid.UUID) -> uuid.UUID | None:
             scopes={sc.scope: sc.dataset.data for sc in audit.scopes},
             parameters=audit.parameters, settings=settings)
         meta = {"name": audit.name, **pipeline.provenance(request)}
+        if not request.lazyppl_source and audit.posterior:  # a reference audit
+            meta.update(kind="reference", reference=audit.posterior)
         evidence = pipeline.finish_audit(meta, {n: results[n].evidence for n in names}, settings)
         error = next((results[n].evidence.get("error") for n in names
                       if results[n].verdict == compare.ERROR), None)

@@ -45,6 +45,39 @@ class Submission:
     batch_id: uuid.UUID | None = None
 
 
+def submission_from(body) -> Submission:
+    """The submission of a ``POST /api/v1/audits`` body (``schemas.AuditIn``). A reference
+    audit (``reference`` instead of ``lazyppl``) is stored with an empty LazyPPL program
+    and the posterior's name; its scope ``full`` defaults to the posterior's data."""
+    settings = body.settings or AuditSettings()
+    if body.reference is None:
+        return Submission(name=body.name, pymc_source=body.pymc.source,
+                          lazyppl_source=body.lazyppl.source, scopes=body.scopes,
+                          parameters=body.parameters, settings=settings)
+    from corpus.loader import load_data, reference_posteriors
+
+    if body.reference not in reference_posteriors():
+        raise InvalidRequest(f"reference {body.reference!r} is not a posteriordb posterior "
+                             "of the shipped corpus")
+    scopes = body.scopes or {"full": load_data(body.reference)}
+    return Submission(name=body.name, pymc_source=body.pymc.source, lazyppl_source="",
+                      scopes=scopes, parameters=body.parameters, settings=settings,
+                      posterior=body.reference)
+
+
+def is_reference_audit(lazyppl_source: str, posterior: str | None) -> bool:
+    """A reference audit is stored with no LazyPPL program and its posterior's name."""
+    return not lazyppl_source and posterior is not None
+
+
+def _validate_reference(request: AuditRequest) -> None:
+    from workers.reference_audit import ReferenceAuditRequest, validate
+
+    validate(ReferenceAuditRequest(name=request.name, pymc_source=request.pymc_source,
+                                   posterior="", reference=None, data=request.scopes["full"],
+                                   parameters=request.parameters, settings=request.settings))
+
+
 def audit_request(sub: Submission, reference=None) -> AuditRequest:
     return AuditRequest(name=sub.name, pymc_source=sub.pymc_source,
                         lazyppl_source=sub.lazyppl_source, scopes=sub.scopes,
@@ -60,6 +93,8 @@ def create_audit(session: Session, sub: Submission,
     ``error``, its reason and evidence, and is not queued.
     """
     request = audit_request(sub)
+    if is_reference_audit(sub.lazyppl_source, sub.posterior):
+        validate = _validate_reference
     refused: AuditError | None = None
     try:
         validate(request)

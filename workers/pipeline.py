@@ -86,6 +86,7 @@ def validate(request: AuditRequest) -> None:
     """
     from haskell_bridge import lint
     from workers.pymc_runner import verify
+    from workers.pymc_runner.profile import get as get_profile
 
     if not request.scopes:
         raise InvalidRequest("at least one scope is needed")
@@ -98,7 +99,7 @@ def validate(request: AuditRequest) -> None:
                 raise ValueError
         except ValueError:
             raise InvalidRequest(f"parameters lists base names such as 'theta', not {p!r}") from None
-    verify(request.pymc_source)
+    verify(request.pymc_source, get_profile(request.settings.pymc.profile))
     lint(request.lazyppl_source)
 
 
@@ -184,7 +185,7 @@ def _fit_pymc(source: str, data: dict, s: AuditSettings, draws: int, seed: int, 
     return fit_pymc(source, data, chains=p.chains, tune=p.tune, draws=draws,
                     target_accept=p.target_accept, backend=p.backend, seed=seed,
                     limits=limits, retry_target_accepts=tuple(p.retry_target_accepts),
-                    mass_matrix=p.mass_matrix)
+                    mass_matrix=p.mass_matrix, profile=p.profile)
 
 
 def _fit_lazyppl(source: str, data: dict, s: AuditSettings, draws: int, seed: int, limits: Limits) -> Fit:

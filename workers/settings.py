@@ -31,6 +31,9 @@ class PyMCSettings(_Group):
     # low-rank (nutpie) / dense (pymc, numpyro) adaptation: measured 10× the ESS per
     # second of a diagonal one on correlated regressions (benchmarks/nuts_backends.py)
     mass_matrix: Literal["diag", "low_rank", "dense"] = "low_rank"
+    # SPEC §2.1 profile the program is verified against (docs/PYMC_PROFILE.md): `strict`
+    # (no Potential, no scan), or `standard` (idiomatic I/O-free PyMC model code).
+    profile: Literal["strict", "standard"] = "strict"
 
 
 class LazyPPLSettings(_Group):

@@ -197,8 +197,10 @@ def comparison_rows(scope_evidence: dict) -> Iterable[tuple[str, dict]]:
     """(pair, row) from a scope's evidence (docs/ARCHITECTURE.md, "Evidence format"):
     LazyPPL vs PyMC rows under ``comparisons``; for posteriordb posteriors also
     ``reference.pymc_vs_reference`` and ``reference.lazyppl_vs_reference`` rows."""
+    # a reference audit's scope compares PyMC with the reference (no LazyPPL side)
+    main = "pymc_vs_reference" if scope_evidence.get("kind") == "reference" else "lazyppl_vs_pymc"
     for row in scope_evidence.get("comparisons") or []:
-        yield "lazyppl_vs_pymc", row
+        yield main, row
     reference = scope_evidence.get("reference") or {}
     for pair in ("pymc_vs_reference", "lazyppl_vs_reference"):
         for row in (reference.get(pair) or {}).get("comparisons") or []:

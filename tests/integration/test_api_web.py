@@ -68,6 +68,19 @@ def test_queued_audit_pages_refresh_themselves(client, db_sessions):
     assert 'http-equiv="refresh"' in html and "waiting for a worker" in html
 
 
+def test_audit_page_shows_the_pymc_profile(client, db_sessions, finished_audit):
+    """Issue 10: the profile the PyMC program was verified against is on the page."""
+    assert 'profile <span class="profile">strict</span>' in client.get(
+        f"/audits/{finished_audit}").text
+    settings = AuditSettings.model_validate({"pymc": {"profile": "standard"}})
+    with db_sessions.begin() as s:
+        a = repo.create_audit(s, name="standard", pymc_source="p3", lazyppl_source="l3",
+                              scopes={"s": {}}, parameters=None,
+                              settings=settings.model_dump(mode="json"))
+    assert 'profile <span class="profile">standard</span>' in client.get(
+        f"/audits/{a.id}").text
+
+
 def test_netcdf_download_reads_back_with_arviz(client, finished_audit, tmp_path):
     import arviz as az
 

@@ -27,6 +27,48 @@ class Sampled:
     idata: object          # arviz.InferenceData
     compile_seconds: float  # building logp/gradient code (PyTensor C, numba or JAX tracing)
     sample_seconds: float   # warm-up and draws (for JAX backends this includes the XLA JIT)
+    # How the chains were started: "jitter" (the backend's default: the model's initial
+    # point plus random jitter, retried by the backend), "pymc-jitter" (nutpie could not
+    # start; pm.sample's jittered start), or "initial-point" (the model's initial point
+    # itself, after every jittered start failed).
+    initialisation: str = "jitter"
+    backend: str | None = None  # the backend that drew, when not the job's
+
+
+# Messages of the backends when no starting point has a finite log-density and gradient
+# (nutpie: "All initialization points failed"; PyMC: SamplingError "Initial evaluation
+# of model at starting point failed!").
+_INIT_FAILURE_MARKERS = ("initialization point", "initial evaluation", "starting point",
+                         "initial point", "init point")
+
+
+def initialisation_failed(exc: BaseException) -> bool:
+    text = f"{type(exc).__name__}: {exc}".lower()
+    return any(marker in text for marker in _INIT_FAILURE_MARKERS)
+
+
+def _with_fallback(*starts):
+    """Start as ``pm.sample`` does. ``starts`` are ``(label, target_accept -> Sampled)``
+    in order: the backend with jittered initial points (it retries several), then
+    fallbacks tried only when every start of the previous one failed (an error that is
+    not about the starting point is raised at once). The start that worked is kept for
+    the later (divergence) retries and recorded as ``Sampled.initialisation``."""
+    state = {"index": 0}
+
+    def run(accept: float) -> Sampled:
+        while True:
+            label, start = starts[state["index"]]
+            try:
+                sampled = start(accept)
+            except Exception as exc:  # noqa: BLE001 - re-raised unless it is the start
+                if not initialisation_failed(exc) or state["index"] == len(starts) - 1:
+                    raise
+                state["index"] += 1
+                continue
+            sampled.initialisation = label
+            return sampled
+
+    return run
 
 
 def sampler(model, job: dict):
@@ -36,12 +78,24 @@ def sampler(model, job: dict):
     retries pay only for sampling; the other backends compile inside each call.
     """
     backend = job["backend"]
+
+    def pymc(jitter: bool):
+        return lambda accept: _pymc(model, {**job, "target_accept": accept}, jitter=jitter)
+
     if backend == "nutpie":
-        return _nutpie(model, job)
+        # nutpie's own start (jittered support point, many tries) can fail where
+        # pm.sample starts (a mixture with an ordered transform); measured: nutpie fails
+        # even from the unjittered initial point when the log-density is finite only
+        # near it, so the fallbacks are pm.sample's own (backend then recorded "pymc").
+        return _with_fallback(("jitter", _nutpie(model, job)),
+                              ("pymc-jitter", pymc(True)), ("initial-point", pymc(False)))
     if backend == "pymc":
-        return lambda accept: _pymc(model, {**job, "target_accept": accept})
+        return _with_fallback(("jitter", pymc(True)), ("initial-point", pymc(False)))
     if backend in ("numpyro", "blackjax"):
-        return lambda accept: _jax(model, {**job, "target_accept": accept}, backend)
+        return _with_fallback(
+            ("jitter", lambda accept: _jax(model, {**job, "target_accept": accept}, backend)),
+            ("initial-point", lambda accept: _jax(model, {**job, "target_accept": accept},
+                                                  backend, jitter=False)))
     raise ValueError(f"unknown backend {backend!r}")
 
 
@@ -73,10 +127,11 @@ def _nutpie(model, job: dict):
     return run
 
 
-def _pymc(model, job: dict) -> Sampled:
+def _pymc(model, job: dict, jitter: bool = True) -> Sampled:
     import pymc as pm
 
-    init = "jitter+adapt_full" if job["mass_matrix"] in ("dense", "low_rank") else "auto"
+    init = "adapt_full" if job["mass_matrix"] in ("dense", "low_rank") else "adapt_diag"
+    init = f"jitter+{init}" if jitter else init
     started = time.perf_counter()
     idata = pm.sample(
         draws=job["draws"],
@@ -96,10 +151,10 @@ def _pymc(model, job: dict) -> Sampled:
     )
     total = time.perf_counter() - started
     sampling = float(idata.posterior.attrs.get("sampling_time", total))
-    return Sampled(idata, max(total - sampling, 0.0), sampling)
+    return Sampled(idata, max(total - sampling, 0.0), sampling, backend="pymc")
 
 
-def _jax(model, job: dict, backend: str) -> Sampled:
+def _jax(model, job: dict, backend: str, jitter: bool = True) -> Sampled:
     from pymc.sampling.jax import sample_jax_nuts
 
     nuts_kwargs = {"dense_mass": True} if job["mass_matrix"] in ("dense", "low_rank") else {}
@@ -115,6 +170,7 @@ def _jax(model, job: dict, backend: str) -> Sampled:
         nuts_kwargs=nuts_kwargs or None,
         # one XLA host device per chain (XLA_FLAGS set by the child before importing jax)
         chain_method="parallel",
+        jitter=jitter,
         progressbar=False,
         compute_convergence_checks=False,
         idata_kwargs={"log_likelihood": False},

@@ -4,7 +4,7 @@ Input: ``job.json`` in the working directory (or the same JSON on stdin)::
 
     {"source": "...", "data": {...}, "chains": 4, "tune": 1000, "draws": 1000,
      "target_accept": 0.8, "backend": "nutpie", "seed": 1, "cores": 2,
-     "mass_matrix": "diag",
+     "mass_matrix": "diag", "profile": "strict",
      "target_accepts": [0.8, 0.95, 0.99], "wall_seconds": 900, "min_retry_share": 0.2}
 
 The model is built (and, for nutpie, compiled) once; it is then sampled with each of
@@ -132,18 +132,22 @@ def _restricted_builtins(profile=None) -> dict:
     return table
 
 
-def build_model(source: str, data: dict):
-    """Verify and execute the program, call ``model(data)``; return the checked model."""
+def build_model(source: str, data: dict, profile_name: str = "strict"):
+    """Verify and execute the program under the named profile, call ``model(data)``
+    (or ``make_model(data)``); return the checked model."""
     import pymc as pm
 
     from workers.errors import AuditError
+    from workers.pymc_runner.profile import get
     from workers.pymc_runner.verifier import verify
 
+    profile = get(profile_name)
     try:
-        verify(source)
+        verify(source, profile)
     except AuditError as exc:
         raise ProgramFailure("refused", exc.message, exc.details.get("line")) from None
-    namespace = {"__builtins__": _restricted_builtins(), "__name__": "ppl_audit_program"}
+    namespace = {"__builtins__": _restricted_builtins(profile),
+                 "__name__": "ppl_audit_program"}
     try:
         exec(compile(source, PROGRAM_FILENAME, "exec"), namespace)  # noqa: S102 - verified
     except Exception as exc:
@@ -158,7 +162,7 @@ def build_model(source: str, data: dict):
     if not isinstance(model, pm.Model):
         raise ProgramFailure("build", f"model(data) returned {type(model).__name__}, "
                                       "not a pm.Model")
-    check_model(model)
+    check_model(model, profile)
     return model
 
 
@@ -169,13 +173,18 @@ def check_model(model, profile=None) -> None:
 
     profile = profile or STRICT
     if model.potentials and not profile.allow_potentials:
-        raise ProgramFailure("refused", "the model contains a Potential")
+        raise ProgramFailure("refused", f"the model contains a Potential, which the "
+                                        f"{profile.name} profile does not allow")
     for rv in model.basic_RVs:
         op_module = type(rv.owner.op).__module__
         if op_module.startswith(("pymc.distributions.custom", "pymc.distributions.simulator")) \
                 and not profile.allow_custom_densities:
             raise ProgramFailure("refused", f"{rv.name} is a custom or simulator "
-                                            "distribution")
+                                            f"distribution, which the {profile.name} "
+                                            "profile does not allow")
+        if op_module.startswith("pymc.distributions.simulator"):
+            raise ProgramFailure("refused", f"{rv.name} is a simulator distribution: a "
+                                            "likelihood-free model NUTS cannot audit")
         if op_module.startswith("pymc.variational.minibatch_rv") and profile.refuse_total_size:
             raise ProgramFailure("refused", f"{rv.name} has a total_size: it rescales the "
                                             "likelihood")
@@ -238,7 +247,7 @@ def run(job: dict, workdir: Path) -> None:
     timings["import"] = time.perf_counter() - started
 
     t = time.perf_counter()
-    model = build_model(job["source"], job["data"])
+    model = build_model(job["source"], job["data"], job.get("profile", "strict"))
     timings["build"] = time.perf_counter() - t
     accepts = [float(a) for a in job.get("target_accepts") or [job["target_accept"]]]
     wall = job.get("wall_seconds")
@@ -274,9 +283,10 @@ def run(job: dict, workdir: Path) -> None:
             "stats": stats,
             "timings": {k: round(v, 4) for k, v in timings.items()},
             "versions": _versions(job["backend"]),
-            "backend": job["backend"],
+            "backend": sampled.backend or job["backend"],
             "memory_mb": _memory_peaks(),
             "target_accept": accept,
+            "initialisation": sampled.initialisation,
         }
         # each attempt is on disk as soon as it is done: if a later retry is stopped by
         # the wall clock, the parent still has this one

@@ -20,7 +20,7 @@ allow-listed names missing from the installed libraries (tests fail on any).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 
 def _names(text: str) -> frozenset[str]:
@@ -202,6 +202,9 @@ class Profile:
     # Run-time model checks (child.py): a Potential / custom density in the built model.
     allow_potentials: bool = False
     allow_custom_densities: bool = False
+    # "<path>.<member>" -> (at most this many positional arguments, the only keyword
+    # arguments a call of it may pass); no `*args` in such a call.
+    call_arguments: dict[str, tuple[int, frozenset[str]]] = field(default_factory=dict)
 
     def extended(self, name: str, modules: dict[str, frozenset[str]] = {},  # noqa: B006
                  value_attributes: frozenset[str] = frozenset(),
@@ -244,10 +247,37 @@ STRICT = Profile(
                       | GENERATOR_ATTRIBUTES),
     builtins=BUILTINS,
 )
-PROFILES = {"strict": STRICT}
+
+# -- standard (SPEC §2.1 amendment, issue 10) ---------------------------------------------
+# Idiomatic, I/O-free PyMC model code as the community writes it: extra log-density terms
+# (Potential: Jacobians, hand-written likelihoods), user-written densities built from
+# PyTensor ops (CustomDist/DensityDist; their logp is program code, so it is verified by
+# the same allow-list), `pm.logp`/`pm.logcdf` of a distribution at a value (a graph, not a
+# number), and `pytensor.scan` for recursions (`import pytensor` for that use).
+# Still refused: everything that compiles or runs a graph (pytensor.function, .eval,
+# pm.compile*), inference, I/O, dunders.
+STANDARD_PYMC = _names("Potential CustomDist DensityDist logp logcdf logccdf")
+STANDARD_PYTENSOR = _names("scan")
+# Arguments a program may pass to pytensor.scan: fn, sequences, outputs_info,
+# non_sequences, n_steps by position or keyword, and the keywords below; not `mode`
+# (compiler configuration), `profile` (writes profiling output), `allow_gc`.
+SCAN_KEYWORDS = _names("""
+    fn sequences outputs_info non_sequences n_steps truncate_gradient go_backwards name
+    strict return_list return_updates""")
+
+STANDARD = STRICT.extended(
+    "standard",
+    modules={"pymc": STANDARD_PYMC, "pymc.distributions": _names("CustomDist DensityDist"),
+             "pytensor": STANDARD_PYTENSOR},
+    allow_potentials=True,
+    allow_custom_densities=True,
+    call_arguments={"pytensor.scan": (5, SCAN_KEYWORDS)},
+)
+PROFILES = {"strict": STRICT, "standard": STANDARD}
 
 # Roots a program may import, and how each is written.
 ROOT_MODULES = ("pymc", "numpy", "pytensor.tensor", "math", "scipy.special")
+# (the standard profile also has `pytensor` itself, for `pytensor.scan`)
 # Parent packages that may appear only in `from <parent> import <allowed sub-module>`.
 PARENT_PACKAGES = ("pytensor", "scipy")
 
@@ -306,6 +336,16 @@ DUNDER_IN_STRING = re.compile(r"__\w+__")
 SCALAR_NAME_CHARACTERS = re.compile(r"[\[\]]")
 
 MAX_SOURCE_CHARS = 200_000
+
+
+def get(name: str) -> Profile:
+    """The profile called ``name`` (``InvalidRequest`` naming the choices otherwise)."""
+    if name not in PROFILES:
+        from workers.errors import InvalidRequest
+
+        raise InvalidRequest(f"unknown PyMC profile {name!r} (choose from "
+                             f"{', '.join(PROFILES)})")
+    return PROFILES[name]
 
 
 def missing_from_installed(profile: Profile = STRICT) -> dict[str, set[str]]:

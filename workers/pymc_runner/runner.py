@@ -30,6 +30,7 @@ from workers.pymc_runner.backends import BACKENDS, MASS_MATRICES
 from workers.pymc_runner.protocol import (ERROR_FILE, EXIT_OUT_OF_MEMORY,
                                           EXIT_PROGRAM_ERROR, JOB_FILE, SUMMARY_FILE,
                                           attempt_file)
+from workers.pymc_runner import profile as profiles
 from workers.pymc_runner.verifier import verify
 
 LANGUAGE = "pymc"
@@ -179,7 +180,7 @@ def fit_pymc(source: str, data: dict, *, chains: int = 4, tune: int = 1000,
              limits: sandbox.Limits = sandbox.Limits(), cores: int | None = None,
              mass_matrix: str = DEFAULT_MASS_MATRIX,
              retry_target_accepts: tuple[float, ...] = DEFAULT_RETRY_TARGET_ACCEPTS,
-             _trusted_cache: bool = False) -> Fit:
+             profile: str = "strict", _trusted_cache: bool = False) -> Fit:
     """Fit a verified PyMC program with NUTS in the sandbox.
 
     If the fit has divergent transitions, it is repeated with each of
@@ -189,8 +190,9 @@ def fit_pymc(source: str, data: dict, *, chains: int = 4, tune: int = 1000,
     ``Fit.stats["attempts"]``. Same arguments, same draws.
     """
     _check_settings(chains, tune, draws, target_accept, backend, mass_matrix, cores)
-    verify(source)
-    job = {"source": source, "data": data, "chains": int(chains), "tune": int(tune),
+    verify(source, profiles.get(profile))
+    job = {"source": source, "data": data, "profile": profile,
+           "chains": int(chains), "tune": int(tune),
            "draws": int(draws), "backend": backend, "seed": int(seed),
            "cores": int(cores or min(chains, _available_cores())),
            "mass_matrix": mass_matrix}
@@ -348,10 +350,11 @@ def _make_fit(summary, arrays, job, attempts, process) -> Fit:
                  memory_mb=summary.get("memory_mb", {}), process=process)
     timings = dict(summary["timings"])  # of the chosen attempt; "total" counts from start-up
     timings["process"] = process["wall_seconds"]
-    sampler = {"kind": "nuts", "backend": job["backend"], "chains": job["chains"],
+    sampler = {"kind": "nuts", "backend": summary.get("backend", job["backend"]), "chains": job["chains"],
                "tune": job["tune"], "draws": job["draws"], "seed": job["seed"],
                "cores": job["cores"], "mass_matrix": job["mass_matrix"],
-               "target_accept": summary["target_accept"]}
+               "target_accept": summary["target_accept"], "profile": job["profile"],
+               "initialisation": summary.get("initialisation", "default")}
     return Fit(language=LANGUAGE, draws=draws, divergences=int(stats["divergences"]),
                sampler=sampler, stats=stats, timings=timings,
                versions=summary["versions"], reportable=list(summary["reportable"]))

@@ -33,7 +33,8 @@ _REFUSED_STATEMENTS = {
 }
 _MODEL_FUNCTIONS = ("model", "make_model")
 # PyMC members that create a named model variable (the name is the first argument).
-_NAMED_VARIABLES = P.PYMC_DISTRIBUTIONS | (P.PYMC_MODEL - {"Model"})
+_NAMED_VARIABLES = (P.PYMC_DISTRIBUTIONS | (P.PYMC_MODEL - {"Model"})
+                    | P._names("Potential CustomDist DensityDist"))
 _SHORT = {"pymc": "pm", "numpy": "np", "pytensor.tensor": "pt"}
 
 
@@ -107,6 +108,10 @@ class _Checker:
     def _import_path(self, alias: ast.alias, node: ast.Import) -> str:
         path = alias.name
         if path not in self.profile.modules:
+            if path in P.STANDARD.modules:
+                raise _refuse(f"import of {path!r} is not allowed in the "
+                              f"{self.profile.name} profile (the `standard` profile allows "
+                              f"it for {', '.join(sorted(P.STANDARD.modules[path]))})", node)
             raise _refuse(f"import of {path!r} is not allowed (allowed: "
                           f"{self._allowed_imports()} and their listed sub-modules)", node)
         if "." in path and not alias.asname:
@@ -130,6 +135,10 @@ class _Checker:
                 if module in P.PARENT_PACKAGES and whole in self.profile.modules:
                     self._bind_module(whole, node, bound)
                     continue
+                if alias.name in P.STANDARD.modules.get(module, ()):
+                    raise _refuse(f"from {module} import {alias.name} is not allowed in the "
+                                  f"{self.profile.name} profile (the `standard` profile "
+                                  "allows it)", node)
                 raise _refuse(f"import from {module!r} is not allowed (allowed: "
                               f"{self._allowed_imports()})", node)
             reached = self._member(module, alias.name, node)
@@ -155,7 +164,8 @@ class _Checker:
             return f"{path}.{name}"
         if name in self.profile.modules.get(path, ()):
             return None
-        raise _refuse(f"{shown}.{name} is not allowed: {_why(name, shown)}", node)
+        raise _refuse(f"{shown}.{name} is not allowed: {_why(name, shown, self.profile)}",
+                      node)
 
     # -- names -----------------------------------------------------------------------
     def _collect_bound_names(self) -> None:
@@ -247,9 +257,20 @@ class _Checker:
             return
         if node.id in self.module_aliases:
             self._require_member_access(node, _short(self.module_aliases[node.id]))
+        elif node.id in self.member_imports and ".".join(
+                self.member_imports[node.id]) in self.profile.call_arguments:
+            self._require_direct_call(node, node.id)
         elif node.id not in self.bound and node.id not in self.profile.builtins:
             raise _refuse(f"name {node.id!r} is not allowed: it is neither defined by the "
                           f"program nor an allowed builtin", node)
+
+    def _require_direct_call(self, node: ast.AST, shown: str) -> None:
+        """A member whose call arguments are restricted (``pytensor.scan``) may only be
+        called where it is named: passed on or aliased, its calls could not be checked."""
+        parent = self.parents.get(node)
+        if not (isinstance(parent, ast.Call) and parent.func is node):
+            raise _refuse(f"{shown} may only be called directly ({shown}(...)): its "
+                          "arguments are checked", node)
 
     def _require_member_access(self, node: ast.AST, shown: str) -> None:
         """A module may only appear as ``module.member``: no aliasing, no passing it on."""
@@ -266,6 +287,8 @@ class _Checker:
             reached = self._member(base, node.attr, node)
             if reached is not None:
                 self._require_member_access(node, _short(reached))
+            elif f"{base}.{node.attr}" in self.profile.call_arguments:
+                self._require_direct_call(node, f"{_short(base)}.{node.attr}")
             return
         if node.attr.startswith("_"):
             raise _refuse(f".{node.attr}: private and dunder attributes are not allowed",
@@ -295,18 +318,37 @@ class _Checker:
             if keyword.arg == "total_size" and self.profile.refuse_total_size:
                 raise _refuse("total_size is not allowed: it rescales the likelihood "
                               "(a tempered likelihood without minibatches)", node)
-        if self.profile.refuse_scalar_like_names and self._creates_named_variable(node):
+        path, member = self._callee(node)
+        if self.profile.refuse_scalar_like_names and member in _NAMED_VARIABLES \
+                and path in ("pymc", "pymc.distributions"):
             self._check_variable_name(node)
+        limits = self.profile.call_arguments.get(f"{path}.{member}")
+        if limits is not None:
+            self._check_call_arguments(node, f"{_short(path)}.{member}", *limits)
 
-    def _creates_named_variable(self, node: ast.Call) -> bool:
+    def _callee(self, node: ast.Call) -> tuple[str | None, str | None]:
+        """(module path, member) when the call is of a module member, else (None, None)."""
         func = node.func
         if isinstance(func, ast.Name) and func.id in self.member_imports:
-            path, member = self.member_imports[func.id]
-        elif isinstance(func, ast.Attribute):
-            path, member = self._module_path(func.value), func.attr
-        else:
-            return False
-        return path in ("pymc", "pymc.distributions") and member in _NAMED_VARIABLES
+            return self.member_imports[func.id]
+        if isinstance(func, ast.Attribute):
+            path = self._module_path(func.value)
+            if path is not None:
+                return path, func.attr
+        return None, None
+
+    @staticmethod
+    def _check_call_arguments(node: ast.Call, shown: str, positional: int,
+                              keywords: frozenset[str]) -> None:
+        if any(isinstance(a, ast.Starred) for a in node.args):
+            raise _refuse(f"`*` unpacking in a call of {shown} is not allowed", node)
+        if len(node.args) > positional:
+            raise _refuse(f"{shown} takes at most {positional} positional arguments here "
+                          "(the later ones configure the compiler)", node)
+        for keyword in node.keywords:
+            if keyword.arg not in keywords:
+                raise _refuse(f"{shown}({keyword.arg}=...) is not allowed (allowed "
+                              f"keywords: {', '.join(sorted(keywords))})", node)
 
     def _check_variable_name(self, node: ast.Call) -> None:
         names = [k.value for k in node.keywords if k.arg == "name"]
@@ -347,7 +389,16 @@ def _first_param(func: ast.FunctionDef) -> str:
     return params[0].arg
 
 
-def _why(name: str, shown_module: str | None) -> str:
+def _why(name: str, shown_module: str | None, profile: P.Profile | None = None) -> str:
+    why = _why_refused(name, shown_module)
+    if profile is not None and shown_module and profile.name != P.STANDARD.name and any(
+            name in members for path, members in P.STANDARD.modules.items()
+            if _short(path) == shown_module):
+        why += " (the `standard` profile allows it)"
+    return why
+
+
+def _why_refused(name: str, shown_module: str | None) -> str:
     if name in P.WHY_REFUSED:
         return P.WHY_REFUSED[name]
     for prefix, why in P.WHY_REFUSED_PREFIXES.items():
