@@ -31,7 +31,9 @@ import LazyPPL.Internal.Core
 import LazyPPL.Internal.Estimate (reestimate)
 import LazyPPL.Internal.Kernels
 import LazyPPL.Internal.Laplace
+import LazyPPL.Internal.Linear (Matrix (..))
 import LazyPPL.Internal.Random
+import LazyPPL.Internal.Slice (sliceStep)
 
 -- | Which MCMC kernel a chain runs.
 data KernelChoice
@@ -154,17 +156,17 @@ runChain s m c =
           | it >= total = finish t counters (reverse kept) evals invalid start
           | otherwise =
               let (ki, kernel, g') = pick t g
-                  (st', outcome, g'') = mhStep eval kernel g' st
-                  evals' = evals + (if outcome == Unchanged then 0 else 1) + scoreEvals
-                  invalid' = invalid + (if outcome == Invalid then 1 else 0) + scoreBad
+                  (st', outcome, stepEvals, stepBad, g'') = step kernel g' st
+                  evals' = evals + stepEvals + scoreEvals
+                  invalid' = invalid + stepBad + scoreBad
                   inWarmup = it < warmup
                   t1
                     | inWarmup && adapting =
                         let t' = adaptAfter ki outcome t
                         in case outcome of
-                             Accepted -> recordJump ki (jumpOf t st st') t'
+                             Accepted -> recordJump ki stepEvals (jumpOf t st st') t'
                              Unchanged -> t'
-                             _ -> recordJump ki 0 t'
+                             _ -> recordJump ki stepEvals 0 t'
                     | otherwise = t
                   recording = inWarmup && it >= scWindowStart sched && not (null (scWindowEnds sched))
                   window' = if recording then record wsites st' window else window
@@ -180,6 +182,16 @@ runChain s m c =
                   kept' = if not inWarmup && (postIt + 1) `mod` thin == 0 then csValue st' : kept else kept
               in go (it + 1) t2 st' g'' window'' wsites' evals' invalid' counters' kept'
 
+    -- one transition: the slice update, or an MH proposal (one evaluation
+    -- unless nothing changed); outcome, evaluations, invalid ones
+    step kernel g st = case kernel of
+      SliceSite addrs widths coefs centres ->
+        let (st', n, bad, g') = sliceStep eval addrs widths coefs centres g st
+            moved = csSites st' /= csSites st
+        in (st', if n == 0 then Unchanged else if moved then Accepted else Rejected, n, bad, g')
+      _ ->
+        let (st', outcome, g') = mhStep eval kernel g st
+        in (st', outcome, if outcome == Unchanged then 0 else 1, if outcome == Invalid then 1 else 0, g')
     windowSitesOf st = U.fromList (IM.keys (csSites st))
     -- squared jump between two states over the adapted sites, in the metric
     -- of the current covariance estimate
@@ -205,7 +217,7 @@ runChain s m c =
     finish t (Counters props accs) draws evals invalid start =
       let totalProps = U.sum props
           acceptance = if totalProps == 0 then 0 else fromIntegral (U.sum accs) / fromIntegral totalProps
-          names = ["walk", "gaussian", "single", "pcn", "redraw"]
+          names = ["walk", "gaussian", "single", "pcn", "redraw", "slice"]
           perKernel =
             [ ("acceptance_" ++ nm, fromIntegral a / fromIntegral p)
             | (nm, p, a) <- zip3 names (U.toList props) (U.toList accs), p > 0 ]
@@ -216,6 +228,8 @@ runChain s m c =
               , ("single_scale", tuSingleScale t)
               , ("pcn_beta", tuBeta t)
               , ("sites", fromIntegral (U.length (tuSites t)))
+              , ("spread", tuSpread t)
+              , ("slice_group_coefficients", maybe 0 (fromIntegral . U.length . U.filter (/= 0) . matEntries) (tuScaleCoefs t))
               ] ++ stTuning start
                 ++ [("weight_" ++ nm, w) | (nm, w) <- zip names (U.toList (tuWeights t))]
                 ++ perKernel

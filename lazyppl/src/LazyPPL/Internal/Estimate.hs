@@ -23,10 +23,11 @@ import Data.Ord (comparing)
 import qualified Data.Vector.Unboxed as U
 import Data.Word (Word64)
 
-import LazyPPL.Internal.Adapt (Tuning (..), maxFullCovarianceSites, resetCounters)
+import LazyPPL.Internal.Adapt (Tuning (..), maxFullCovarianceSites, resetCounters, setSliceShare, sliceShare)
 import LazyPPL.Internal.Kernels (Factor (..))
 import LazyPPL.Internal.Linear
 import LazyPPL.Internal.Random (combine, wordToNormal)
+import LazyPPL.Internal.Slice (scaleCoefficients)
 
 -- | Points drawn per candidate to score it.
 spreadDraws :: Int
@@ -62,7 +63,7 @@ reestimate logTarget seed addrs samples t = case covariance samples of
           | d > maxFullCovarianceSites = DiagFactor sds
           | otherwise = maybe (DiagFactor sds) FullFactor (cholesky reg)
         tuning =
-          resetCounters
+          setSliceShare (sliceShare best) $ resetCounters
             t
               { tuSites = addrs
               , tuMean = mean'
@@ -73,6 +74,10 @@ reestimate logTarget seed addrs samples t = case covariance samples of
               , tuArStep = if best < 1 then 1 else max 0.3 (tuArStep t)
               , tuSingleScales = sds
               , tuSingleScale = 2.38
+              , tuScaleCoefs =
+                  -- only needed (and only computed) if slice updates run
+                  if sliceShare best > 0 then scaleCoefficients (effectiveDraws samples) mean' samples else Nothing
+              , tuSpread = best
               }
     in (tuning, spreadDraws * length candidates, invalidCount)
   where
