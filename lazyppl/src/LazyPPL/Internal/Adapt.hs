@@ -58,6 +58,8 @@ data Tuning = Tuning
     -- ^ pCN step β in (0, 1]
   , tuScaleCoefs :: !(Maybe Matrix)
     -- ^ slice-group coefficients ("LazyPPL.Internal.Slice"), if any
+  , tuSliceOverride :: !(Maybe Double)
+    -- ^ a fixed slice share ('Nothing': 'sliceShare' of the spread)
   , tuSpread :: !Double
     -- ^ spread of log importance ratios of the current approximation (NaN
     -- before one has been scored)
@@ -172,6 +174,7 @@ initialTuning sites approx = case approx of
         , tuBeta = 0.2
         , tuScaleCoefs = Nothing
         , tuSpread = 0 / 0
+        , tuSliceOverride = Nothing
         , tuCounts = U.replicate kernelCount 0
         , tuWeights = U.fromList mixtureWeights
         , tuJumps = U.replicate kernelCount 0

@@ -46,6 +46,10 @@ data KernelChoice
     UpstreamIrreducible !Double !Double
   | -- | pCN alone with β adapted during warm-up.
     PCNKernel
+  | -- | The adaptive mixture with the slice updates' share fixed at the
+    -- given value instead of chosen by the Gaussian approximation's spread
+    -- (for tests of the slice updates and for experiments).
+    SliceMixture !Double
   deriving (Eq, Show)
 
 -- | Settings of a multi-chain run.
@@ -108,7 +112,8 @@ runChain s m c =
     Right (st0, tries, g1) ->
       let start = Start st0 tries tries (tries - 1) []
       in case ssKernel s of
-           AdaptiveKernel -> adaptive start g1
+           AdaptiveKernel -> adaptive Nothing start g1
+           SliceMixture share -> adaptive (Just share) start g1
            PCNKernel -> fixedKernel 3 (\t -> Crank (tuBeta t)) True start g1
            UpstreamMH p -> fixedKernel 4 (const (PriorRedraw p)) False start g1
            UpstreamIrreducible p q -> fixedKernel 4 (const (Restart q p)) False start g1
@@ -121,7 +126,7 @@ runChain s m c =
 
     -- Laplace initialisation (smooth, not too many sites, real warm-up),
     -- then the windowed adaptive mixture.
-    adaptive start g1 =
+    adaptive sliceOverride start g1 =
       let st0 = stState start
           (lapSeed, g2) = nextWord64 g1
           d0 = IM.size (csSites st0)
@@ -143,7 +148,9 @@ runChain s m c =
             , stInvalid = stInvalid start + lapBad + modeBad
             , stTuning = [("laplace", maybe 0 (const 1) approx), ("laplace_evaluations", fromIntegral lapEvals)]
             }
-      in loop chooseKernel True (schedule warmup) (initialTuning (csSites st1) approx) start' g2
+          t0 = initialTuning (csSites st1) approx
+          t0' = maybe t0 (\sh -> setSliceShare sh t0 {tuSliceOverride = Just sh}) sliceOverride
+      in loop chooseKernel True (schedule warmup) t0' start' g2
 
     fixedKernel ki k adaptIt start g1 =
       let pick t g = (ki, k t, g)
@@ -221,18 +228,20 @@ runChain s m c =
           perKernel =
             [ ("acceptance_" ++ nm, fromIntegral a / fromIntegral p)
             | (nm, p, a) <- zip3 names (U.toList props) (U.toList accs), p > 0 ]
-          tuning = case ssKernel s of
-            AdaptiveKernel ->
+          adaptiveTuning =
               [ ("step", tuWalkScale t)
               , ("gaussian_step", tuArStep t)
               , ("single_scale", tuSingleScale t)
               , ("pcn_beta", tuBeta t)
               , ("sites", fromIntegral (U.length (tuSites t)))
-              , ("spread", tuSpread t)
               , ("slice_group_coefficients", maybe 0 (fromIntegral . U.length . U.filter (/= 0) . matEntries) (tuScaleCoefs t))
-              ] ++ stTuning start
+              ] ++ [("spread", tuSpread t) | not (isNaN (tuSpread t))]
+                ++ stTuning start
                 ++ [("weight_" ++ nm, w) | (nm, w) <- zip names (U.toList (tuWeights t))]
                 ++ perKernel
+          tuning = case ssKernel s of
+            AdaptiveKernel -> adaptiveTuning
+            SliceMixture _ -> adaptiveTuning
             PCNKernel -> [("pcn_beta", tuBeta t)]
             _ -> []
       in ChainResult draws acceptance evals invalid (stTries start) 0 tuning

@@ -62,8 +62,9 @@ reestimate logTarget seed addrs samples t = case covariance samples of
         factor
           | d > maxFullCovarianceSites = DiagFactor sds
           | otherwise = maybe (DiagFactor sds) FullFactor (cholesky reg)
+        share = maybe (sliceShare best) id (tuSliceOverride t)
         tuning =
-          setSliceShare (sliceShare best) $ resetCounters
+          setSliceShare share $ resetCounters
             t
               { tuSites = addrs
               , tuMean = mean'
@@ -76,7 +77,7 @@ reestimate logTarget seed addrs samples t = case covariance samples of
               , tuSingleScale = 2.38
               , tuScaleCoefs =
                   -- only needed (and only computed) if slice updates run
-                  if sliceShare best > 0 then scaleCoefficients (effectiveDraws samples) mean' samples else Nothing
+                  if share > 0 then scaleCoefficients (effectiveDraws samples) mean' samples else Nothing
               , tuSpread = best
               }
     in (tuning, spreadDraws * length candidates, invalidCount)
