@@ -27,7 +27,7 @@ import LazyPPL.Internal.Adapt (Tuning (..), maxFullCovarianceSites, resetCounter
 import LazyPPL.Internal.Kernels (Factor (..))
 import LazyPPL.Internal.Linear
 import LazyPPL.Internal.Random (combine, wordToNormal)
-import LazyPPL.Internal.Slice (scaleCoefficients)
+import LazyPPL.Internal.Slice (addStats, scaleCoefficients, windowStats)
 
 -- | Points drawn per candidate to score it.
 spreadDraws :: Int
@@ -63,6 +63,15 @@ reestimate logTarget seed addrs samples t = case covariance samples of
           | d > maxFullCovarianceSites = DiagFactor sds
           | otherwise = maybe (DiagFactor sds) FullFactor (cholesky reg)
         share = maybe (sliceShare best) id (tuSliceOverride t)
+        -- pooled over the windows while the adapted sites stay the same;
+        -- O(d² n) per window, skipped for many sites
+        stats
+          | d > maxFullCovarianceSites = Nothing
+          | otherwise =
+              let new = windowStats mean' (effectiveDraws samples) samples
+              in Just $! case tuScaleStats t of
+                   Just old | tuSites t == addrs -> addStats old new
+                   _ -> new
         tuning =
           setSliceShare share $ resetCounters
             t
@@ -75,9 +84,8 @@ reestimate logTarget seed addrs samples t = case covariance samples of
               , tuArStep = if best < 1 then 1 else max 0.3 (tuArStep t)
               , tuSingleScales = sds
               , tuSingleScale = 2.38
-              , tuScaleCoefs =
-                  -- only needed (and only computed) if slice updates run
-                  if share > 0 then scaleCoefficients (effectiveDraws samples) mean' samples else Nothing
+              , tuScaleStats = stats
+              , tuScaleCoefs = if share > 0 then stats >>= scaleCoefficients else Nothing
               , tuSpread = best
               }
     in (tuning, spreadDraws * length candidates, invalidCount)

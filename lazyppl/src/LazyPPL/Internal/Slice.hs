@@ -24,6 +24,9 @@
 module LazyPPL.Internal.Slice
   ( sliceStep
   , sliceMaxSteps
+  , ScaleStats
+  , windowStats
+  , addStats
   , scaleCoefficients
   ) where
 
@@ -149,33 +152,68 @@ sliceStep eval addrs widths coefs centres g0 st
 nextExponential :: Gen -> (Double, Gen)
 nextExponential g = let (u, g') = nextUniform g in (negate (log (1 - u)), g')
 
--- | The group coefficients c_ai from a window of states (vectors over the
--- adapted sites) and their centres m: the least-squares slope of
--- log |z_i − m_i| on z_a, kept only where it is clearly not noise
--- (|t| > 2 with the window's effective number of draws @neff@; a noise
--- coefficient costs only efficiency, a missed one the funnel: with |t| > 4
--- the funnel's log-scale reached bulk ESS 84–119, with 2 265–449), else 0.
--- For a funnel x_i = e^{v/2} n_i with v = 3 z_v this gives c ≈ 1.5.  Row a
--- is used when site a is updated; the diagonal is 0.  'Nothing' if no
+-- | Running sums for the regressions of log |z_i − m_i| on z_a over all
+-- warm-up windows so far (x = z_a, y_i = log |z_i − m_i| with each window's
+-- centres), and the windows' summed effective draws.  Pooling the windows
+-- matters: a single window of a chain stuck near a funnel's neck hardly
+-- varies the scale site, so its slopes are noise.
+data ScaleStats = ScaleStats
+  { stN :: !Double
+  , stNeff :: !Double
+  , stSx :: !(U.Vector Double)
+  , stSxx :: !(U.Vector Double)
+  , stSy :: !(U.Vector Double)
+  , stSyy :: !(U.Vector Double)
+  , stSxy :: !(U.Vector Double)
+    -- ^ index a·d + i
+  }
+
+-- | Sums of one window (vectors over the adapted sites) with centres m and
+-- the window's effective number of draws.
+windowStats :: U.Vector Double -> Double -> [U.Vector Double] -> ScaleStats
+windowStats centres neff samples =
+  ScaleStats
+    { stN = fromIntegral (length samples)
+    , stNeff = neff
+    , stSx = total xs
+    , stSxx = total (map (U.map (\v -> v * v)) xs)
+    , stSy = total ys
+    , stSyy = total (map (U.map (\v -> v * v)) ys)
+    , stSxy = total [U.concatMap (\xa -> U.map (* xa) y) x | (x, y) <- zip xs ys]
+    }
+  where
+    d = U.length centres
+    xs = samples
+    ys = [U.imap (\i v -> 0.5 * log ((v - centres U.! i) ^ (2 :: Int) + 1e-300)) x | x <- samples]
+    total vs = foldl (U.zipWith (+)) (U.replicate (d * (if null vs then 1 else U.length (head vs) `div` d)) 0) vs
+
+-- | Pool two sets of sums over the same sites.
+addStats :: ScaleStats -> ScaleStats -> ScaleStats
+addStats a b =
+  ScaleStats (stN a + stN b) (stNeff a + stNeff b) (plus stSx) (plus stSxx) (plus stSy) (plus stSyy) (plus stSxy)
+  where
+    plus f = U.zipWith (+) (f a) (f b)
+
+-- | The group coefficients c_ai from pooled window sums: the least-squares
+-- slope of log |z_i − m_i| on z_a, kept only where it is clearly not noise
+-- (|t| > 2 with the pooled effective number of draws; a noise coefficient
+-- costs only efficiency, a missed one the funnel), clipped to [−3, 3].  For
+-- a funnel x_i = e^{v/2} n_i with v = 3 z_v this gives c ≈ 1.5.  Row a is
+-- used when site a is updated; the diagonal is 0.  'Nothing' if no
 -- coefficient survives (then every update is a plain slice update).
-scaleCoefficients :: Double -> U.Vector Double -> [U.Vector Double] -> Maybe Matrix
-scaleCoefficients neff centres samples
-  | n < 20 || d < 2 || U.all (== 0) coefs = Nothing
+scaleCoefficients :: ScaleStats -> Maybe Matrix
+scaleCoefficients st
+  | k < 20 || d < 2 || U.all (== 0) coefs = Nothing
   | otherwise = Just (Matrix d coefs)
   where
-    n = length samples
-    d = U.length centres
-    k = fromIntegral n :: Double
-    logDev i x = 0.5 * log ((x U.! i - centres U.! i) ^ (2 :: Int) + 1e-300)
+    d = U.length (stSx st)
+    k = stN st
     coefs = U.generate (d * d) (\ix -> let (a, i) = ix `divMod` d in if a == i then 0 else slope a i)
     slope a i =
-      let xs = map (U.! a) samples
-          ys = map (logDev i) samples
-          mx = sum xs / k
-          my = sum ys / k
-          sxx = sum [(x - mx) ^ (2 :: Int) | x <- xs]
-          sxy = sum [(x - mx) * (y - my) | (x, y) <- zip xs ys]
+      let sxx = stSxx st U.! a - (stSx st U.! a) ^ (2 :: Int) / k
+          syy = stSyy st U.! i - (stSy st U.! i) ^ (2 :: Int) / k
+          sxy = stSxy st U.! (a * d + i) - stSx st U.! a * stSy st U.! i / k
           b = sxy / sxx
-          resid = sum [(y - my - b * (x - mx)) ^ (2 :: Int) | (x, y) <- zip xs ys] / (k - 2)
-          se = sqrt (resid / sxx * k / max 2 (min k neff))
+          resid = max 0 (syy - b * sxy) / (k - 2)
+          se = sqrt (resid / sxx * k / max 2 (min k (stNeff st)))
       in if sxx > 0 && se > 0 && abs b > 2 * se && not (isNaN b) then max (-3) (min 3 b) else 0
