@@ -1,6 +1,7 @@
 """End to end with real PyMC and the real LazyPPL bridge (issue 5 acceptance)."""
 from pathlib import Path
 import json
+import math
 
 import pytest
 
@@ -79,8 +80,9 @@ def test_tiny_budget_is_inconclusive_and_says_why():
 
 
 def test_another_look_refits_only_the_fit_that_needs_more_draws():
-    """LazyPPL is run far too short (fails its ESS gate), PyMC is not: the second look
-    doubles LazyPPL's draws and keeps the PyMC fit."""
+    """LazyPPL is run far too short (fails its ESS gate), PyMC is not: the first look
+    diagnoses slow mixing and projects the LazyPPL draws the gates need (issue 14); the
+    second look refits LazyPPL with them and keeps the PyMC fit."""
     short = AuditSettings.model_validate({
         "lazyppl": {"warmup": 2000, "draws": 200, "thin": 4},
         "budget": {"max_looks": 2},
@@ -91,7 +93,13 @@ def test_another_look_refits_only_the_fit_that_needs_more_draws():
     looks = evidence["scopes"]["full"]["looks"]
     assert "lazyppl failed its gates" in looks[0]["reason"] and "pymc failed" not in looks[0]["reason"]
     assert looks[0]["refitted"] == ["pymc", "lazyppl"]
+    assert looks[0]["diagnosis"]["lazyppl"]["kind"] == "slow_mixing"
+    assert list(looks[0]["projection"]) == ["lazyppl"]
+    # the binding requirements, largest first: gates with margin or undecided intervals
+    assert looks[0]["projection"]["lazyppl"]["reasons"]
+    wanted = looks[0]["next_draws"]["lazyppl"]
+    assert wanted == math.ceil(200 * looks[0]["projection"]["lazyppl"]["factor"]) > 200
     assert len(looks) == 2 and looks[1]["refitted"] == ["lazyppl"]
-    assert (looks[1]["pymc_draws"], looks[1]["lazyppl_draws"]) == (1000, 400)
+    assert (looks[1]["pymc_draws"], looks[1]["lazyppl_draws"]) == (1000, wanted)
     assert fits[("full", "pymc", 2)] is fits[("full", "pymc", 1)]
-    assert fits[("full", "lazyppl", 2)].n_draws == 400
+    assert fits[("full", "lazyppl", 2)].n_draws == wanted
