@@ -135,8 +135,9 @@ def _interval_factor(own: float, other: float, allowed: float, both_grow: bool) 
 def project(result: compare.ScopeComparison, rule: compare.Rule,
             grow: tuple[bool, bool]) -> tuple[Projection, Projection]:
     """(candidate, baseline) projections for the sides ``grow`` marks (the other gets
-    factor 1). Gates come from each side's own summaries; intervals from the undecided
-    comparisons (``compare.interval_states`` says which end is open)."""
+    factor 1, unless its own error alone keeps an interval undecided: then both grow).
+    Gates come from each side's own summaries; intervals from the undecided comparisons
+    (``compare.interval_states`` says which end is open)."""
     needs: tuple[list, list] = ([], [])
     both = grow[0] and grow[1]
     for side in (0, 1):
@@ -180,4 +181,9 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
         binding = tuple(why for f, why in items if f >= top / 2)[:5]
         return Projection(max(MIN_FACTOR, top), binding)
 
-    return fold(needs[0], grow[0]), fold(needs[1], grow[1])
+    result_pair = fold(needs[0], grow[0]), fold(needs[1], grow[1])
+    if not both and any(g and not math.isfinite(p.factor) for g, p in zip(grow, result_pair)):
+        # the side that is not growing already has more error than an undecided interval
+        # allows: both must grow (if that is infinite too, d or r sits on a boundary)
+        return project(result, rule, (True, True))
+    return result_pair

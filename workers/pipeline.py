@@ -203,6 +203,7 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
                               f">= {d.min_chain_ess:.0f}); more draws would not join them"), draws
     grow_lazy, grow_pymc = compare.sides_needing_draws(main, rule)
     p_lazy, p_pymc = looks.project(main, rule, (grow_lazy, grow_pymc))
+    grow_lazy, grow_pymc = grow_lazy or p_lazy.factor > 1, grow_pymc or p_pymc.factor > 1
     if vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE:
         p_ref, _ = looks.project(vs_ref, rule, (True, False))
         if p_ref.factor > p_pymc.factor:

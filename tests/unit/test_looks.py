@@ -113,3 +113,15 @@ def test_both_sides_share_the_error_budget():
     # each side's MCSE must fall to allowed/√2: allowed = (0.2 − 0.1)/1.25/4 = 0.02
     expected = 0.03 ** 2 / (0.02 ** 2 / 2)
     assert math.isclose(pc.factor, expected, rel_tol=1e-9) and math.isclose(pb.factor, expected, rel_tol=1e-9)
+
+
+def test_a_side_too_noisy_for_the_interval_is_grown_too():
+    # only the candidate was asked to grow, but the baseline's MCSE alone is wider than
+    # the undecided D allows: the projection grows both instead of giving up
+    s = compare.Summary(0.1, 1.0, 0.01, 0.01, 4000, 4000, 1.0, 4, 1000, 0.5)
+    b = compare.Summary(0.0, 1.0, 0.03, 0.01, 4000, 4000, 1.0, 4, 1000, 0.5)
+    c = compare.compare_summaries("x", s, b, RULE)
+    assert c.verdict == compare.INCONCLUSIVE
+    result = compare.ScopeComparison(compare.INCONCLUSIVE, "", (), (), (c,))
+    pc, pb = looks.project(result, RULE, (True, False))
+    assert math.isfinite(pc.factor) and math.isfinite(pb.factor) and pb.factor > 1
