@@ -108,7 +108,8 @@ initialSliceShare = 0
 -- whose shape no single Gaussian captures: Neal's funnel, d = 10, scores
 -- 1.55–2.6 across chains; the 6-group hierarchical model 1.2–1.6).  On the
 -- funnel the share 0.5 turns the log-scale's bulk ESS per 4 × 50,000
--- iterations from 6–20 (R-hat 1.15–1.8) into 70–240 (R-hat 1.02–1.06);
+-- iterations from 6–20 (R-hat 1.15–1.8) into 16–111 (R-hat 1.02–1.19, 4
+-- seeds) at about 4× the CPU;
 -- the threshold was 1.5 first, which left some funnel chains at share 0.05
 -- and R-hat above 1.01 even on 4 × 800,000 iterations.
 sliceShare :: Double -> Double
