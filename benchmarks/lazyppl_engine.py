@@ -201,7 +201,9 @@ def versus_programs(name: str) -> tuple[str, str, dict, list[str]]:
 def side(fit: Fit, bases: list[str]) -> dict:
     names = compared(fit, bases)
     ess = bulk_ess(fit, names)
-    cpu = float(fit.stats["cpu_seconds"])
+    # the LazyPPL bridge reports the process's CPU at the top level, the PyMC runner
+    # under "process"
+    cpu = float(fit.stats.get("cpu_seconds") or fit.stats["process"]["cpu_seconds"])
     rhat = max(float(az.rhat(fit.draws[n])) for n in names)
     worst = min(ess, key=ess.get)
     return {"ess_min": ess[worst], "worst": worst, "cpu_s": cpu, "ess_per_cpu": ess[worst] / cpu,

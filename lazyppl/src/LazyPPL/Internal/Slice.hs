@@ -1,26 +1,27 @@
 {-# LANGUAGE Trustworthy #-}
 {-# LANGUAGE BangPatterns #-}
--- | Univariate slice sampling (Neal 2003, "Slice sampling", §4: stepping out
--- and shrinkage) of one tree site in Gaussian coordinates.
+-- | Slice updates of the tree in Gaussian coordinates along one-parameter
+-- groups: univariate slice sampling (Neal 2003, "Slice sampling", §4:
+-- stepping out and shrinkage) of the group parameter δ, which moves one site
+-- and rescales others (see 'sliceStep'); with no group coefficients it is
+-- plain univariate slice sampling of one site.
 --
 -- Target.  As in "LazyPPL.Internal.Kernels": N(0, I)(dz) · W(z) on the whole
--- tree.  One update picks a read site a uniformly from the frozen list of
--- adapted sites (skipped if the current state does not read it), draws one
--- fresh seed, and then holds every other coordinate of the tree fixed: the
--- stored sites at their values, all unstored sites at the values that seed
--- gives them.  Drawing that seed is the usual Gibbs refresh of the unread
--- sites; the slice update then samples z_a from its full conditional
--- f(z_a) ∝ φ(z_a) W(z_a, rest), which is exact (Neal's Theorem on stepping
--- out with a bounded number of steps and shrinkage) for any fixed width w
--- and step limit m.  Whether site a is read is decided by sites read before
--- it, never by z_a itself, so a is read at every point of the slice; other
--- sites may come and go with z_a, taking their values from the same seed.
+-- tree.  One update picks a site a uniformly from the frozen list of adapted
+-- sites, draws one fresh seed, and then holds every coordinate outside the
+-- group fixed: stored sites at their values, unstored ones at the values that
+-- seed gives them (drawing the seed is the usual Gibbs refresh of the unread
+-- sites).  The update does not depend on which sites the current state reads
+-- (an unread a or scaled site takes its value from the seed), so the same
+-- group kernel acts at every point of an orbit, as the generalised Gibbs
+-- argument needs; sites that are not read after the move are dropped, i.e.
+-- refreshed at the next step.  Exact for any fixed width and step limit.
 --
--- Why it helps.  The width is fixed after warm-up, but shrinkage halves the
--- bracket geometrically, so a conditional far narrower than w (a funnel's
--- neck) costs only log₂(w / local scale) extra evaluations and never gets
--- stuck, and stepping out handles a conditional wider than w.  No
--- acceptance rate to tune, no global Gaussian shape assumed.
+-- Why it helps.  Shrinkage halves the bracket geometrically, so a
+-- conditional far narrower than the width (a funnel's neck) costs only
+-- log₂(width / local scale) extra evaluations, and stepping out handles one
+-- wider than it; the group carries the sites a scale parameter controls
+-- along with it (see 'scaleCoefficients').
 module LazyPPL.Internal.Slice
   ( sliceStep
   , sliceMaxSteps
@@ -80,11 +81,9 @@ sliceStep eval addrs widths coefs centres g0 st
           i = fromIntegral (w64 `mod` fromIntegral (U.length addrs))
           a = addrs U.! i
           w = widths U.! i
-      in case IM.lookup a (csSites st) of
-           Nothing -> (st, 0, 0, g1)
-           Just _
-             | not (w > 0) || isInfinite w -> (st, 0, 0, g1)
-             | otherwise ->
+      in if not (w > 0) || isInfinite w
+           then (st, 0, 0, g1)
+           else
                  let (seed, g2) = nextWord64 g1
                      sites0 = csSites st
                      current b = IM.findWithDefault (freshNormal seed b) b sites0
