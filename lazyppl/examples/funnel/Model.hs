@@ -2,7 +2,7 @@
 -- The x_i are drawn from N(0, 1) and re-weighted to N(0, e^{v/2}), so the
 -- target in the tree's Gaussian coordinates is the funnel itself (drawing
 -- x_i from normal 0 (exp (v/2)) would make it N(0, I) for the sampler).
--- Known posterior: v ~ N(0, 3) exactly; x_i has mean 0 and SD e^{9/8}·… (see tests).
+-- Known posterior: v ~ N(0, 3) exactly; each x_i has mean 0 and SD e^{9/4} (heavy tails).
 module Model (model) where
 
 import Control.Monad (replicateM)
