@@ -27,6 +27,14 @@ Figures per posterior and kernel:
 Models: ``corpus/translations/<posterior>/Model.hs`` when it exists, else the file in
 ``benchmarks/lazyppl_models/`` (kidiq there uses wide normal(0, 100) priors on beta
 where Stan has flat ones; see the file).
+
+``--versus-nuts`` (issue 14) instead runs, on the posteriors of :data:`VERSUS`, the
+default kernel with the audit's default settings (4 chains, warm-up 4000, 1000 draws
+thinned by 10) and PyMC NUTS with the audit's defaults (nutpie, 4 x 1000 after 1000
+tuning steps) through ``workers.pymc_runner.fit_pymc``, and prints per posterior: min
+bulk ESS over the compared scalars, CPU seconds of each sandboxed process (PyMC's
+includes its imports and compilation, ~8 CPU-s even with warm caches), ESS per
+CPU-second for both, the ratio LazyPPL / NUTS, and max R-hat.
 """
 from __future__ import annotations
 
@@ -159,8 +167,86 @@ def time_to_target(source: str, data: dict, bases: list[str], seed: int) -> dict
     return {"reached": False, "attempts": attempts}
 
 
+ROOT = HERE.parent
+GEOMETRY = ROOT / "tests" / "fixtures" / "geometry"
+#: name -> (LazyPPL program, PyMC program, data file or corpus posterior, compared bases)
+VERSUS = {
+    "eight_schools_centered": ("corpus", "eight_schools-eight_schools_centered", ["mu", "tau", "theta"]),
+    "eight_schools_noncentered": ("corpus", "eight_schools-eight_schools_noncentered",
+                                  ["mu", "tau", "theta"]),
+    "hier6_centred": (GEOMETRY / "Hier6Centred.hs", GEOMETRY / "hier6_model.py",
+                      GEOMETRY / "hier6_data.json", ["mu", "tau", "sigma", "theta"]),
+    "hier6_noncentred": (GEOMETRY / "Hier6NonCentred.hs", GEOMETRY / "hier6_model.py",
+                         GEOMETRY / "hier6_data.json", ["mu", "tau", "sigma", "theta"]),
+    "gp_pois_regr": ("corpus", "gp_pois_regr-gp_pois_regr", ["rho", "alpha", "f"]),
+    "hier100": (ROOT / "lazyppl" / "examples" / "hier100" / "Model.hs",
+                HERE / "lazyppl_models" / "hier100_model.py",
+                ROOT / "lazyppl" / "examples" / "hier100" / "data.json", ["mu", "tau", "theta"]),
+    "kidiq_momiq": ("corpus", "kidiq-kidscore_momiq", ["beta", "sigma"]),
+    "diamonds": ("corpus", "diamonds-diamonds", ["Intercept", "b", "sigma"]),
+}
+
+
+def versus_programs(name: str) -> tuple[str, str, dict, list[str]]:
+    entry = VERSUS[name]
+    if entry[0] == "corpus":
+        posterior, bases = entry[1], entry[2]
+        folder = TRANSLATIONS_DIR / posterior
+        return ((folder / "Model.hs").read_text(), (folder / "model.py").read_text(),
+                load_data(posterior), bases)
+    lazy, pymc, data, bases = entry
+    return lazy.read_text(), pymc.read_text(), json.loads(data.read_text()), bases
+
+
+def side(fit: Fit, bases: list[str]) -> dict:
+    names = compared(fit, bases)
+    ess = bulk_ess(fit, names)
+    # the LazyPPL bridge reports the process's CPU at the top level, the PyMC runner
+    # under "process"
+    cpu = float(fit.stats.get("cpu_seconds") or fit.stats["process"]["cpu_seconds"])
+    rhat = max(float(az.rhat(fit.draws[n])) for n in names)
+    worst = min(ess, key=ess.get)
+    return {"ess_min": ess[worst], "worst": worst, "cpu_s": cpu, "ess_per_cpu": ess[worst] / cpu,
+            "rhat_max": rhat, "sample_s": fit.timings.get("sample")}
+
+
+def versus_nuts(names: list[str], seed: int) -> dict:
+    from workers.pymc_runner import fit_pymc
+    from workers.settings import AuditSettings
+
+    s = AuditSettings()
+    q, p = s.lazyppl, s.pymc
+    print("| posterior | LazyPPL min ESS (param) | CPU s | ESS/CPU-s | R-hat max | "
+          "NUTS min ESS (param) | CPU s | ESS/CPU-s | R-hat max | LazyPPL / NUTS |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    out = {}
+    for name in names:
+        lazy_src, pymc_src, data, bases = versus_programs(name)
+        lazy = side(fit_lazyppl(lazy_src, data, chains=q.chains, warmup=q.warmup, draws=q.draws,
+                                thin=q.thin, kernel=q.kernel, seed=seed, limits=LIMITS), bases)
+        nuts = side(fit_pymc(pymc_src, data, chains=p.chains, tune=p.tune, draws=p.draws,
+                             target_accept=p.target_accept, backend=p.backend, seed=seed,
+                             limits=LIMITS, retry_target_accepts=(), mass_matrix=p.mass_matrix),
+                    bases)
+        ratio = lazy["ess_per_cpu"] / nuts["ess_per_cpu"]
+        out[name] = {"lazyppl": lazy, "nuts": nuts, "ratio": ratio}
+        print(f"| {name} | {lazy['ess_min']:.0f} ({lazy['worst']}) | {lazy['cpu_s']:.1f} | "
+              f"{lazy['ess_per_cpu']:.1f} | {lazy['rhat_max']:.3f} | {nuts['ess_min']:.0f} "
+              f"({nuts['worst']}) | {nuts['cpu_s']:.1f} | {nuts['ess_per_cpu']:.1f} | "
+              f"{nuts['rhat_max']:.3f} | {ratio:.2f} |", flush=True)
+    ratios = sorted(r["ratio"] for r in out.values())
+    if ratios:
+        print(f"median LazyPPL / NUTS ESS per CPU-second: {float(np.median(ratios)):.2f}; load "
+              f"average {os.getloadavg()[0]:.1f}")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--versus-nuts", action="store_true",
+                        help="default kernel against PyMC NUTS on the issue-14 posteriors")
+    parser.add_argument("--only", choices=sorted(VERSUS), action="append",
+                        help="with --versus-nuts: these posteriors only")
     parser.add_argument("--posterior", choices=sorted(POSTERIORS), action="append")
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--json", type=Path, help="also write the figures here")
@@ -168,6 +254,11 @@ def main() -> None:
     build = lazyppl_build()
     print(f"GHC {build.ghc_version}, lazyppl {build.version} (build {build.hash}); "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    if args.versus_nuts:
+        results = versus_nuts(args.only or list(VERSUS), args.seed)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return
     results = {}
     for posterior in args.posterior or list(POSTERIORS):
         source, origin = model_source(posterior)

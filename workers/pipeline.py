@@ -16,7 +16,7 @@ from typing import Callable
 
 from sandbox import Limits
 from sandbox import mode as sandbox_mode
-from workers import compare
+from workers import compare, looks
 from workers.errors import AuditError, InvalidRequest, ResourceLimit
 from workers.fit import Fit, base_name
 from workers.settings import AuditSettings, derive_seed
@@ -170,12 +170,67 @@ def comparison_evidence(result: compare.ScopeComparison, labels: tuple[str, str]
 
 
 def _extendable(result: compare.ScopeComparison) -> bool:
-    """Inconclusive only for lack of draws: gates pass (or fail only on ESS or a mild
-    R-hat excess) and no parameter disagrees."""
+    """Inconclusive only for lack of draws: gates pass (or fail only on ESS or R-hat, not
+    divergences) and no parameter disagrees. Whether an R-hat failure is slow mixing or
+    separated modes is :func:`workers.looks.diagnose`'s question (see :func:`_plan_look`)."""
     if result.verdict != compare.INCONCLUSIVE:
         return False
     gates = list(result.candidate_gates) + list(result.baseline_gates)
-    return not gates or compare.curable_by_more_draws(gates, compare.max_rhat(result))
+    return not gates or compare.curable_by_more_draws(gates)
+
+
+#: Largest draws per chain a look may ask for (the settings' own upper bounds).
+MAX_DRAWS = {"pymc": 50_000, "lazyppl": 100_000}
+
+
+def _fit_seconds(fit: Fit) -> float:
+    t = fit.timings
+    return float(t.get("total") or t.get("process") or t.get("sample") or 0.0)
+
+
+def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | None,
+               names: list[str], lazy: Fit, pymc: Fit, rule: compare.Rule,
+               draws: dict[str, int], seconds_left: float) -> tuple[dict, str | None, dict[str, int]]:
+    """After an inconclusive look that more draws might cure: diagnose each fit, project
+    the draws that would decide the scope, and check them against the wall budget.
+    Returns (evidence for the look record, the reason to stop or None, next draws)."""
+    diag = {"lazyppl": looks.diagnose(lazy.draws, names, list(main.candidate_gates)),
+            "pymc": looks.diagnose(pymc.draws, names, list(main.baseline_gates)
+                                   + (list(vs_ref.candidate_gates) if vs_ref is not None else []))}
+    evidence: dict = {"diagnosis": {side: d.to_dict() for side, d in diag.items()}}
+    for side, d in diag.items():
+        if d.kind == looks.SEPARATED_MODES:
+            return evidence, (f"the {side} chains sit in separate modes ({d.parameter}: chain means "
+                              f"{d.separation:.0f} within-chain MCSEs apart, every chain with bulk ESS "
+                              f">= {d.min_chain_ess:.0f}); more draws would not join them"), draws
+    grow_lazy, grow_pymc = compare.sides_needing_draws(main, rule)
+    p_lazy, p_pymc = looks.project(main, rule, (grow_lazy, grow_pymc))
+    grow_lazy, grow_pymc = grow_lazy or p_lazy.factor > 1, grow_pymc or p_pymc.factor > 1
+    if vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE:
+        p_ref, _ = looks.project(vs_ref, rule, (True, False))
+        if p_ref.factor > p_pymc.factor:
+            p_pymc = p_ref
+        grow_pymc = True
+    plan = {"lazyppl": (grow_lazy, p_lazy, lazy), "pymc": (grow_pymc, p_pymc, pymc)}
+    evidence["projection"] = {side: p.to_dict() for side, (g, p, _) in plan.items() if g}
+    nxt = dict(draws)
+    cost = 0.0
+    for side, (g, p, fit) in plan.items():
+        if not g:
+            continue
+        if not math.isfinite(p.factor):
+            return evidence, f"no number of {side} draws can decide it ({'; '.join(p.reasons)})", draws
+        nxt[side] = math.ceil(draws[side] * p.factor)
+        if nxt[side] > MAX_DRAWS[side]:
+            return evidence, (f"deciding needs {nxt[side]} {side} draws per chain, above the "
+                              f"{MAX_DRAWS[side]} a look may ask for"), draws
+        cost = max(cost, _fit_seconds(fit) * p.factor)
+    evidence["next_draws"] = nxt
+    evidence["projected_seconds"] = round(cost, 1)
+    if cost > seconds_left:
+        return evidence, (f"deciding needs about {cost:.0f} s more of fitting, more than the "
+                          f"{seconds_left:.0f} s left of wall_seconds"), draws
+    return evidence, None, nxt
 
 
 def _fit_pymc(source: str, data: dict, s: AuditSettings, draws: int, seed: int, limits: Limits) -> Fit:
@@ -292,17 +347,17 @@ def run_scope(
             if look == s.budget.max_looks:
                 ev["reason"] = f"{reason}; budget spent: {look} looks (max_looks)"
                 break
-            # the next look costs about growth × this one; stop if it cannot fit the budget
-            if time.monotonic() + s.budget.growth * (time.monotonic() - t0) > deadline:
-                ev["reason"] = f"{reason}; budget spent: another look would pass wall_seconds"
+            # the next look asks for the draws projected to decide the scope, unless
+            # the chains sit in separate modes or the budget cannot pay for them
+            plan_ev, stop, nxt = _plan_look(main, checks[1] if reference is not None else None,
+                                            names, lazy, pymc, rule,
+                                            {"pymc": pymc_draws, "lazyppl": lazy_draws},
+                                            deadline - time.monotonic())
+            ev["looks"][-1].update(plan_ev)
+            if stop is not None:
+                ev["reason"] = f"{reason}; {stop}"
                 break
-            grow_lazy, grow_pymc = compare.sides_needing_draws(main, rule)
-            if reference is not None and checks[1].verdict == compare.INCONCLUSIVE:
-                grow_pymc = grow_pymc or compare.sides_needing_draws(checks[1], rule)[0]
-            if grow_pymc:
-                pymc_draws = math.ceil(pymc_draws * s.budget.growth)
-            if grow_lazy:
-                lazy_draws = math.ceil(lazy_draws * s.budget.growth)
+            pymc_draws, lazy_draws = nxt["pymc"], nxt["lazyppl"]
     except ResourceLimit as err:
         if err.details.get("limit") in ("timeout", "cpu"):
             ev.update({"verdict": compare.INCONCLUSIVE, "error": err.to_dict(),

@@ -69,10 +69,13 @@ class RuleSettings(_Group):
 
 class BudgetSettings(_Group):
     """Adaptive run length: a scope left inconclusive only for lack of draws (intervals
-    too wide, or ESS / mild R-hat shortfalls) takes another look: the fit whose Monte
-    Carlo error keeps it undecided (``compare.sides_needing_draws``) is refitted with
-    ``growth`` times the draws from the same seed, the other fit is kept, until the
-    scope is decisive, ``max_looks`` looks were taken, or ``wall_seconds`` is spent."""
+    too wide, or ESS / R-hat shortfalls of chains that mix slowly rather than sit in
+    separate modes) takes another look: the fits whose Monte Carlo error keeps it
+    undecided are refitted from the same seed with the draws projected to decide it
+    (``workers.looks``), the other fit is kept, until the scope is decisive,
+    ``max_looks`` looks were taken, or the projected fits would not end within
+    ``wall_seconds``. ``growth`` is no longer used by the looks (issue 14); it is kept
+    so that stored settings still validate."""
 
     wall_seconds: float = Field(900, gt=0)
     max_looks: int = Field(4, ge=1, le=10)

@@ -3,10 +3,12 @@
 
     measure.py NAME [key=value ...]      e.g. measure.py kidiq kernel=mh thin=1
 
+BIN_DIR overrides where the binary is (default examples/bin).
+
 Prints wall and CPU time, peak RSS, per-chain statistics and, per parameter, mean, sd, bulk/tail
 ESS and R-hat (ArviZ), plus min bulk ESS per wall second.
 """
-import json, pathlib, subprocess, sys, time
+import json, os, pathlib, subprocess, sys, time
 import numpy as np
 import arviz as az
 
@@ -15,7 +17,7 @@ name = sys.argv[1]
 msg = json.loads(subprocess.run([sys.executable, here / "input.py", *sys.argv[1:]],
                                 capture_output=True, check=True).stdout)
 t0 = time.monotonic()
-proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", here / "bin" / name, "+RTS", "-N2"],
+proc = subprocess.run(["/usr/bin/time", "-f", "%M %U %S", pathlib.Path(os.environ.get("BIN_DIR", here / "bin")) / name, "+RTS", "-N2"],
                       input=json.dumps(msg).encode(), capture_output=True)
 wall = time.monotonic() - t0
 if proc.returncode != 0:

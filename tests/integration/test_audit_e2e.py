@@ -1,6 +1,7 @@
 """End to end with real PyMC and the real LazyPPL bridge (issue 5 acceptance)."""
 from pathlib import Path
 import json
+import math
 
 import pytest
 
@@ -78,9 +79,12 @@ def test_tiny_budget_is_inconclusive_and_says_why():
         assert len(scope["looks"]) == 1  # max_looks = 1: no second look was taken
 
 
-def test_another_look_refits_only_the_fit_that_needs_more_draws():
-    """LazyPPL is run far too short (fails its ESS gate), PyMC is not: the second look
-    doubles LazyPPL's draws and keeps the PyMC fit."""
+def test_another_look_refits_the_fits_the_projection_names():
+    """LazyPPL is run far too short (fails its gates), PyMC is not: the first look
+    diagnoses slow mixing, projects the draws that would decide the scope (issue 14:
+    LazyPPL's for its gates and intervals; PyMC's too where its own Monte Carlo error
+    alone keeps an interval undecided) and the second look refits exactly the projected
+    sides with those draws, keeping any other fit."""
     short = AuditSettings.model_validate({
         "lazyppl": {"warmup": 2000, "draws": 200, "thin": 4},
         "budget": {"max_looks": 2},
@@ -91,10 +95,22 @@ def test_another_look_refits_only_the_fit_that_needs_more_draws():
     looks = evidence["scopes"]["full"]["looks"]
     assert "lazyppl failed its gates" in looks[0]["reason"] and "pymc failed" not in looks[0]["reason"]
     assert looks[0]["refitted"] == ["pymc", "lazyppl"]
-    assert len(looks) == 2 and looks[1]["refitted"] == ["lazyppl"]
-    assert (looks[1]["pymc_draws"], looks[1]["lazyppl_draws"]) == (1000, 400)
-    assert fits[("full", "pymc", 2)] is fits[("full", "pymc", 1)]
-    assert fits[("full", "lazyppl", 2)].n_draws == 400
+    assert looks[0]["diagnosis"]["lazyppl"]["kind"] == "slow_mixing"
+    projection = looks[0]["projection"]
+    assert "lazyppl" in projection
+    start = {"pymc": 1000, "lazyppl": 200}
+    wanted = looks[0]["next_draws"]
+    for side in ("pymc", "lazyppl"):
+        if side in projection:
+            # the binding requirements, largest first: gates with margin, undecided intervals
+            assert projection[side]["reasons"]
+            assert wanted[side] == math.ceil(start[side] * projection[side]["factor"]) > start[side]
+        else:
+            assert wanted[side] == start[side]
+            assert fits[("full", side, 2)] is fits[("full", side, 1)]
+    assert len(looks) == 2 and looks[1]["refitted"] == [s for s in ("pymc", "lazyppl") if s in projection]
+    assert (looks[1]["pymc_draws"], looks[1]["lazyppl_draws"]) == (wanted["pymc"], wanted["lazyppl"])
+    assert fits[("full", "lazyppl", 2)].n_draws == wanted["lazyppl"]
 
 
 def test_without_bubblewrap_the_audit_ends_error_and_nothing_runs(monkeypatch, tmp_path):

@@ -19,6 +19,9 @@ module LazyPPL.Internal.Adapt
   , recordJump
   , reweight
   , kernelCount
+  , sliceIndex
+  , sliceShare
+  , setSliceShare
   , Schedule (..)
   , schedule
   , maxFullCovarianceSites
@@ -32,6 +35,7 @@ import LazyPPL.Internal.Kernels
 import LazyPPL.Internal.Laplace (Approximation (..))
 import LazyPPL.Internal.Linear
 import LazyPPL.Internal.Random (Gen, nextUniform)
+import LazyPPL.Internal.Slice (ScaleStats)
 
 -- | All tunable parameters of the default mixture.
 data Tuning = Tuning
@@ -53,6 +57,15 @@ data Tuning = Tuning
     -- ^ common factor for single-site steps
   , tuBeta :: !Double
     -- ^ pCN step β in (0, 1]
+  , tuScaleCoefs :: !(Maybe Matrix)
+    -- ^ slice-group coefficients ("LazyPPL.Internal.Slice"), if any
+  , tuScaleStats :: !(Maybe ScaleStats)
+    -- ^ pooled window sums the coefficients come from
+  , tuSliceOverride :: !(Maybe Double)
+    -- ^ a fixed slice share ('Nothing': 'sliceShare' of the spread)
+  , tuSpread :: !Double
+    -- ^ spread of log importance ratios of the current approximation (NaN
+    -- before one has been scored)
   , tuCounts :: !(U.Vector Int)
     -- ^ adaptation steps per kernel since the last reset
   , tuWeights :: !(U.Vector Double)
@@ -64,22 +77,70 @@ data Tuning = Tuning
   }
 
 -- | Initial mixture weights of the covariance walk, Gaussian autoregressive,
--- single-site, pCN and prior-redraw proposals.  The first two do almost all
--- the work on continuous posteriors; the others make the chain robust for
--- sites outside the adapted set (changing dimension), discrete choices and
--- heavy tails.
+-- single-site, pCN and prior-redraw proposals and the slice update.  The
+-- first two do almost all the work on near-Gaussian posteriors; the slice
+-- update adapts to a local scale that changes across the space (funnels,
+-- scale parameters near zero), see 'sliceShare'; the others make the chain
+-- robust for sites outside the adapted set (changing dimension), discrete
+-- choices and heavy tails.
 mixtureWeights :: [Double]
-mixtureWeights = [0.35, 0.45, 0.05, 0.1, 0.05]
+mixtureWeights = map (* (1 - initialSliceShare)) [0.35, 0.45, 0.05, 0.1, 0.05] ++ [initialSliceShare]
 
--- | Smallest weight each kernel keeps after reweighting (so that no move
--- type, and the irreducibility it brings, is ever switched off).
+-- | Smallest weight each of the five MH kernels keeps after reweighting, as
+-- a share of the non-slice weight (so that no move type, and the
+-- irreducibility it brings, is ever switched off).
 weightFloors :: [Double]
 weightFloors = [0.1, 0.05, 0.05, 0.05, 0.05]
+
+-- | Slice share before the first Gaussian approximation has been scored:
+-- none, so that on posteriors whose approximation stays good (spread
+-- ≤ 1) the chain is draw for draw the one of the mixture without slice
+-- updates (no cost where they are not needed).
+initialSliceShare :: Double
+initialSliceShare = 0
+
+-- | The slice update's share of the mixture given the spread σ (SD of the
+-- log importance ratio target / best Gaussian approximation, see
+-- "LazyPPL.Internal.Estimate"): none while the Gaussian moves can do the
+-- work (σ ≤ 1: eight schools 0.6–0.8, kidiq 0.1, garch, kilpisjarvi; their
+-- chains are then draw for draw those of the mixture without slice
+-- updates), growing linearly to 'maxSliceShare' at σ = 1.5 (a posterior
+-- whose shape no single Gaussian captures: Neal's funnel, d = 10, scores
+-- 1.55–2.6 across chains; the 6-group hierarchical model 1.2–1.6).  On the
+-- funnel the share 0.5 turns the log-scale's bulk ESS per 4 × 50,000
+-- iterations from 6–20 (R-hat 1.15–1.8) into 16–111 (R-hat 1.02–1.19, 4
+-- seeds) at about 4× the CPU;
+-- the threshold was 1.5 first, which left some funnel chains at share 0.05
+-- and R-hat above 1.01 even on 4 × 800,000 iterations.
+sliceShare :: Double -> Double
+sliceShare spread
+  | isNaN spread = maxSliceShare
+  | otherwise = maxSliceShare * max 0 (min 1 ((spread - 1) / 0.5))
+
+-- | Largest slice share.
+maxSliceShare :: Double
+maxSliceShare = 0.5
+
+-- | Set the slice share, keeping the proportions of the other kernels.
+setSliceShare :: Double -> Tuning -> Tuning
+setSliceShare share t = t {tuWeights = U.snoc (U.map (* (1 - share)) (normalisedMh t)) share}
+
+-- | The five MH kernels' weights as fractions of their total.
+normalisedMh :: Tuning -> U.Vector Double
+normalisedMh t =
+  let w = U.take mhCount (tuWeights t)
+      total = U.sum w
+  in if total > 0 then U.map (/ total) w else U.fromList (take mhCount (repeat (1 / fromIntegral mhCount)))
+
+-- | Number of MH kernels (all but the slice update).
+mhCount :: Int
+mhCount = 5
 
 -- | Target acceptance rates (Roberts & Rosenthal: ≈0.234 for many-dimensional
 -- walks, ≈0.44 for one-dimensional ones).
 targets :: [Double]
-targets = [0.25, 0.35, 0.44, 0.25, 0]
+targets = [0.25, 0.35, 0.44, 0.25, 0, 0]
+
 
 -- | Number of kernels in the mixture.
 kernelCount :: Int
@@ -120,6 +181,10 @@ initialTuning sites approx = case approx of
         , tuSingleScales = U.replicate d0 1
         , tuSingleScale = 1
         , tuBeta = 0.2
+        , tuScaleCoefs = Nothing
+        , tuSpread = 0 / 0
+        , tuSliceOverride = Nothing
+        , tuScaleStats = Nothing
         , tuCounts = U.replicate kernelCount 0
         , tuWeights = U.fromList mixtureWeights
         , tuJumps = U.replicate kernelCount 0
@@ -134,7 +199,19 @@ mixture t =
   , SingleSite (tuSites t) (tuSingleScales t) (tuSingleScale t)
   , Crank (tuBeta t)
   , PriorRedraw (1 / fromIntegral (max 1 (U.length (tuSites t))))
+  , SliceSite (tuSites t) (U.map (* sliceWidth) (tuSingleScales t)) (tuScaleCoefs t) (tuMean t)
   ]
+
+-- | Slice width in units of the site's estimated posterior SD: a bracket
+-- about as wide as a typical slice, so stepping out rarely runs and
+-- shrinkage needs a few evaluations (Neal 2003 §4 recommends a width near
+-- the typical slice size; any fixed width is exact).
+sliceWidth :: Double
+sliceWidth = 2
+
+-- | Index of the slice update in the mixture.
+sliceIndex :: Int
+sliceIndex = 5
 
 -- | Draw which kernel to use for the next step: its index and the kernel.
 chooseKernel :: Tuning -> Gen -> (Int, Kernel, Gen)
@@ -144,33 +221,38 @@ chooseKernel t g =
       i = min (kernelCount - 1) (U.length (U.takeWhile (<= u * U.last cumulative) cumulative))
   in (i, mixture t !! i, g')
 
--- | Record a proposal of kernel @i@ and its squared jump distance (0 if
--- rejected), measured in the metric of the current covariance estimate.
-recordJump :: Int -> Double -> Tuning -> Tuning
-recordJump i jump t =
+-- | Record a proposal of kernel @i@ that cost @cost@ model evaluations and
+-- its squared jump distance (0 if rejected), measured in the metric of the
+-- current covariance estimate.  'reweight' then compares kernels by jump per
+-- evaluation, i.e. per unit of CPU.
+recordJump :: Int -> Int -> Double -> Tuning -> Tuning
+recordJump i cost jump t =
   t { tuJumps = U.accum (+) (tuJumps t) [(i, jump)]
-    , tuTries = U.accum (+) (tuTries t) [(i, 1)] }
+    , tuTries = U.accum (+) (tuTries t) [(i, max 1 cost)] }
 
--- | Move the mixture weights towards each kernel's expected squared jump
--- distance per proposal (all kernels cost one model evaluation), above
--- 'weightFloors'.  Kernels tried fewer than 10 times keep their weight
--- share.  Used only during warm-up.
+-- | Move the five MH kernels' weights towards each one's expected squared
+-- jump distance per model evaluation, above 'weightFloors' (fractions of
+-- the non-slice weight); the slice share is left as it is ('setSliceShare'
+-- decides it).  Kernels tried fewer than 10 times keep their weight share.
+-- Used only during warm-up.
 reweight :: Tuning -> Tuning
 reweight t
   | total <= 0 = cleared
-  | otherwise = cleared {tuWeights = U.generate kernelCount weight}
+  | otherwise = cleared {tuWeights = U.snoc (U.map (* (1 - slice)) (U.generate mhCount weight)) slice}
   where
+    slice = tuWeights t U.! sliceIndex
+    current = normalisedMh t
     tries = tuTries t
     known i = tries U.! i >= 10
-    measured = U.imap (\i j -> if known i then j / fromIntegral (tries U.! i) else 0) (tuJumps t)
+    measured = U.generate mhCount (\i -> if known i then tuJumps t U.! i / fromIntegral (tries U.! i) else 0)
     total = U.sum measured
     floors = U.fromList weightFloors
     -- what is left after the floors of measured kernels and the unchanged
     -- weights of unmeasured ones
-    share = 1 - sum [if known i then floors U.! i else tuWeights t U.! i | i <- [0 .. kernelCount - 1]]
+    share = 1 - sum [if known i then floors U.! i else current U.! i | i <- [0 .. mhCount - 1]]
     weight i
       | known i = floors U.! i + share * measured U.! i / total
-      | otherwise = tuWeights t U.! i
+      | otherwise = current U.! i
     cleared = t {tuJumps = U.replicate kernelCount 0, tuTries = U.replicate kernelCount 0}
 
 -- | Robbins–Monro update of kernel @i@'s scale after an outcome:

@@ -31,7 +31,9 @@ import LazyPPL.Internal.Core
 import LazyPPL.Internal.Estimate (reestimate)
 import LazyPPL.Internal.Kernels
 import LazyPPL.Internal.Laplace
+import LazyPPL.Internal.Linear (Matrix (..))
 import LazyPPL.Internal.Random
+import LazyPPL.Internal.Slice (sliceStep)
 
 -- | Which MCMC kernel a chain runs.
 data KernelChoice
@@ -44,6 +46,10 @@ data KernelChoice
     UpstreamIrreducible !Double !Double
   | -- | pCN alone with β adapted during warm-up.
     PCNKernel
+  | -- | The adaptive mixture with the slice updates' share fixed at the
+    -- given value instead of chosen by the Gaussian approximation's spread
+    -- (for tests of the slice updates and for experiments).
+    SliceMixture !Double
   deriving (Eq, Show)
 
 -- | Settings of a multi-chain run.
@@ -106,7 +112,8 @@ runChain s m c =
     Right (st0, tries, g1) ->
       let start = Start st0 tries tries (tries - 1) []
       in case ssKernel s of
-           AdaptiveKernel -> adaptive start g1
+           AdaptiveKernel -> adaptive Nothing start g1
+           SliceMixture share -> adaptive (Just share) start g1
            PCNKernel -> fixedKernel 3 (\t -> Crank (tuBeta t)) True start g1
            UpstreamMH p -> fixedKernel 4 (const (PriorRedraw p)) False start g1
            UpstreamIrreducible p q -> fixedKernel 4 (const (Restart q p)) False start g1
@@ -119,7 +126,7 @@ runChain s m c =
 
     -- Laplace initialisation (smooth, not too many sites, real warm-up),
     -- then the windowed adaptive mixture.
-    adaptive start g1 =
+    adaptive sliceOverride start g1 =
       let st0 = stState start
           (lapSeed, g2) = nextWord64 g1
           d0 = IM.size (csSites st0)
@@ -141,7 +148,9 @@ runChain s m c =
             , stInvalid = stInvalid start + lapBad + modeBad
             , stTuning = [("laplace", maybe 0 (const 1) approx), ("laplace_evaluations", fromIntegral lapEvals)]
             }
-      in loop chooseKernel True (schedule warmup) (initialTuning (csSites st1) approx) start' g2
+          t0 = initialTuning (csSites st1) approx
+          t0' = maybe t0 (\sh -> setSliceShare sh t0 {tuSliceOverride = Just sh}) sliceOverride
+      in loop chooseKernel True (schedule warmup) t0' start' g2
 
     fixedKernel ki k adaptIt start g1 =
       let pick t g = (ki, k t, g)
@@ -154,17 +163,17 @@ runChain s m c =
           | it >= total = finish t counters (reverse kept) evals invalid start
           | otherwise =
               let (ki, kernel, g') = pick t g
-                  (st', outcome, g'') = mhStep eval kernel g' st
-                  evals' = evals + (if outcome == Unchanged then 0 else 1) + scoreEvals
-                  invalid' = invalid + (if outcome == Invalid then 1 else 0) + scoreBad
+                  (st', outcome, stepEvals, stepBad, g'') = step kernel g' st
+                  evals' = evals + stepEvals + scoreEvals
+                  invalid' = invalid + stepBad + scoreBad
                   inWarmup = it < warmup
                   t1
                     | inWarmup && adapting =
                         let t' = adaptAfter ki outcome t
                         in case outcome of
-                             Accepted -> recordJump ki (jumpOf t st st') t'
+                             Accepted -> recordJump ki stepEvals (jumpOf t st st') t'
                              Unchanged -> t'
-                             _ -> recordJump ki 0 t'
+                             _ -> recordJump ki stepEvals 0 t'
                     | otherwise = t
                   recording = inWarmup && it >= scWindowStart sched && not (null (scWindowEnds sched))
                   window' = if recording then record wsites st' window else window
@@ -180,6 +189,16 @@ runChain s m c =
                   kept' = if not inWarmup && (postIt + 1) `mod` thin == 0 then csValue st' : kept else kept
               in go (it + 1) t2 st' g'' window'' wsites' evals' invalid' counters' kept'
 
+    -- one transition: the slice update, or an MH proposal (one evaluation
+    -- unless nothing changed); outcome, evaluations, invalid ones
+    step kernel g st = case kernel of
+      SliceSite addrs widths coefs centres ->
+        let (st', n, bad, g') = sliceStep eval addrs widths coefs centres g st
+            moved = csSites st' /= csSites st
+        in (st', if n == 0 then Unchanged else if moved then Accepted else Rejected, n, bad, g')
+      _ ->
+        let (st', outcome, g') = mhStep eval kernel g st
+        in (st', outcome, if outcome == Unchanged then 0 else 1, if outcome == Invalid then 1 else 0, g')
     windowSitesOf st = U.fromList (IM.keys (csSites st))
     -- squared jump between two states over the adapted sites, in the metric
     -- of the current covariance estimate
@@ -205,20 +224,24 @@ runChain s m c =
     finish t (Counters props accs) draws evals invalid start =
       let totalProps = U.sum props
           acceptance = if totalProps == 0 then 0 else fromIntegral (U.sum accs) / fromIntegral totalProps
-          names = ["walk", "gaussian", "single", "pcn", "redraw"]
+          names = ["walk", "gaussian", "single", "pcn", "redraw", "slice"]
           perKernel =
             [ ("acceptance_" ++ nm, fromIntegral a / fromIntegral p)
             | (nm, p, a) <- zip3 names (U.toList props) (U.toList accs), p > 0 ]
-          tuning = case ssKernel s of
-            AdaptiveKernel ->
+          adaptiveTuning =
               [ ("step", tuWalkScale t)
               , ("gaussian_step", tuArStep t)
               , ("single_scale", tuSingleScale t)
               , ("pcn_beta", tuBeta t)
               , ("sites", fromIntegral (U.length (tuSites t)))
-              ] ++ stTuning start
+              , ("slice_group_coefficients", maybe 0 (fromIntegral . U.length . U.filter (/= 0) . matEntries) (tuScaleCoefs t))
+              ] ++ [("spread", tuSpread t) | not (isNaN (tuSpread t))]
+                ++ stTuning start
                 ++ [("weight_" ++ nm, w) | (nm, w) <- zip names (U.toList (tuWeights t))]
                 ++ perKernel
+          tuning = case ssKernel s of
+            AdaptiveKernel -> adaptiveTuning
+            SliceMixture _ -> adaptiveTuning
             PCNKernel -> [("pcn_beta", tuBeta t)]
             _ -> []
       in ChainResult draws acceptance evals invalid (stTries start) 0 tuning

@@ -23,10 +23,11 @@ import Data.Ord (comparing)
 import qualified Data.Vector.Unboxed as U
 import Data.Word (Word64)
 
-import LazyPPL.Internal.Adapt (Tuning (..), maxFullCovarianceSites, resetCounters)
+import LazyPPL.Internal.Adapt (Tuning (..), maxFullCovarianceSites, resetCounters, setSliceShare, sliceShare)
 import LazyPPL.Internal.Kernels (Factor (..))
 import LazyPPL.Internal.Linear
 import LazyPPL.Internal.Random (combine, wordToNormal)
+import LazyPPL.Internal.Slice (addStats, scaleCoefficients, windowStats)
 
 -- | Points drawn per candidate to score it.
 spreadDraws :: Int
@@ -61,8 +62,18 @@ reestimate logTarget seed addrs samples t = case covariance samples of
         factor
           | d > maxFullCovarianceSites = DiagFactor sds
           | otherwise = maybe (DiagFactor sds) FullFactor (cholesky reg)
+        share = maybe (sliceShare best) id (tuSliceOverride t)
+        -- pooled over the windows while the adapted sites stay the same;
+        -- O(d² n) per window, skipped for many sites
+        stats
+          | d > maxFullCovarianceSites = Nothing
+          | otherwise =
+              let new = windowStats mean' (effectiveDraws samples) samples
+              in Just $! case tuScaleStats t of
+                   Just old | tuSites t == addrs -> addStats old new
+                   _ -> new
         tuning =
-          resetCounters
+          setSliceShare share $ resetCounters
             t
               { tuSites = addrs
               , tuMean = mean'
@@ -73,6 +84,9 @@ reestimate logTarget seed addrs samples t = case covariance samples of
               , tuArStep = if best < 1 then 1 else max 0.3 (tuArStep t)
               , tuSingleScales = sds
               , tuSingleScale = 2.38
+              , tuScaleStats = stats
+              , tuScaleCoefs = if share > 0 then stats >>= scaleCoefficients else Nothing
+              , tuSpread = best
               }
     in (tuning, spreadDraws * length candidates, invalidCount)
   where

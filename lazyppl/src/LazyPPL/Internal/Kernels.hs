@@ -75,6 +75,13 @@ data Kernel
   | -- | With probability q redraw every site, otherwise 'PriorRedraw' p
     -- (upstream 'mhirreducible').
     Restart !Double !Double
+  | -- | Univariate slice sampling of one of the listed sites (chosen
+    -- uniformly) with the given per-site widths; not an MH proposal: the
+    -- chain runs it with "LazyPPL.Internal.Slice", and 'mhStep' treats it as
+    -- a move that changes nothing.
+    -- The matrix and vector are the group coefficients and centres of
+    -- 'LazyPPL.Internal.Slice.sliceStep'.
+    SliceSite !(U.Vector Int) !(U.Vector Double) !(Maybe Matrix) !(U.Vector Double)
 
 -- | Short name of a kernel, used in tuning reports.
 kernelName :: Kernel -> String
@@ -85,6 +92,7 @@ kernelName k = case k of
   Crank {} -> "pcn"
   PriorRedraw {} -> "redraw"
   Restart {} -> "restart"
+  SliceSite {} -> "slice"
 
 -- | What happened to a proposal.
 data Outcome
@@ -176,6 +184,7 @@ propose kernel freshSeed g sites = case kernel of
   Restart q p ->
     let (u, g') = nextUniform g
     in if u < q then (IM.empty, 0, False, g') else redraw p g'
+  SliceSite {} -> (sites, 0, True, g)
   where
     current a = IM.findWithDefault (freshNormal freshSeed a) a sites
     priorRatio old new = 0.5 * (U.sum (U.map sq old) - U.sum (U.map sq new))

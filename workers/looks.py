@@ -1,0 +1,189 @@
+"""Planning the next look of an undecided scope (pure: NumPy, ArviZ, workers.compare).
+
+Two questions, asked after a look that ended ``inconclusive``:
+
+* **Why is a fit failing its gates?** :func:`diagnose` tells *slow mixing* (chains
+  overlap, or each chain has too few effective draws to say they do not) from
+  *separated modes* (chain means lie many within-chain MCSEs apart while every chain
+  on its own has a useful ESS). More draws cure the first; the second is a property of
+  the sampler on this posterior, so the scope stops.
+* **How many draws would decide it?** :func:`project` asks, per side, for the factor by
+  which its draws must grow so that (a) every gate passes with a margin: bulk and tail
+  ESS scale with the draws, and R-hat − 1 is taken to fall as 1/draws; and (b) every
+  undecided interval shrinks (MCSE ∝ 1/√draws) past the boundary it straddles: D
+  inside [−δ, δ] if |d| < δ, else wholly outside; likewise log R against the band. The
+  point estimates d and r are taken as they are now. When both sides grow, each is
+  given half the squared error budget of an interval. A d or r sitting on a boundary
+  needs infinitely many draws: the projection says so.
+
+Units: factors multiply the draws per chain; ESS and MCSE are ArviZ's (SPEC §4).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import arviz as az
+import numpy as np
+
+from workers import compare
+
+#: Asked-for draws aim past every threshold by this factor (ESS gates, R-hat excess,
+#: interval half-widths), so that the next look decides despite estimation noise.
+MARGIN = 1.25
+#: A chain with at least this bulk ESS has a mean whose MCSE can be trusted.
+USEFUL_CHAIN_ESS = 50.0
+#: Chain means further apart than this many combined within-chain MCSEs are separate modes.
+SEPARATION_Z = 6.0
+#: Smallest growth worth a look.
+MIN_FACTOR = 1.25
+
+SLOW_MIXING, SEPARATED_MODES, CONVERGED = "slow_mixing", "separated_modes", "converged"
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Mixing of one fit over the compared parameters.
+
+    ``separation`` is the largest distance between two chain means of one parameter in
+    combined within-chain MCSEs, ``parameter`` the parameter it was found on, and
+    ``min_chain_ess`` the smallest single-chain bulk ESS of that parameter."""
+
+    kind: str
+    parameter: str | None
+    separation: float
+    min_chain_ess: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def chain_separation(x: np.ndarray) -> tuple[float, float]:
+    """(largest pairwise chain-mean distance in combined within-chain MCSEs, smallest
+    single-chain bulk ESS) of a (chains, draws) array. NaN when it cannot be computed."""
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 8 or not np.all(np.isfinite(x)):
+        return math.nan, math.nan
+    means = x.mean(axis=1)
+    mcses = np.array([float(az.mcse(c[None, :], method="mean")) for c in x])
+    esses = np.array([float(az.ess(c[None, :], method="bulk")) for c in x])
+    worst = 0.0
+    for i in range(len(means)):
+        for j in range(i + 1, len(means)):
+            scale = math.hypot(mcses[i], mcses[j])
+            gap = abs(means[i] - means[j])
+            z = gap / scale if scale > 0 else (0.0 if gap == 0 else math.inf)
+            worst = max(worst, z)
+    return float(worst), float(esses.min())
+
+
+def diagnose(draws: dict[str, np.ndarray], names: list[str], gate_failures: list[str]) -> Diagnosis:
+    """Separated modes if some compared parameter has every chain at a useful ESS and two
+    chain means at least :data:`SEPARATION_Z` MCSEs apart; otherwise slow mixing if the
+    fit fails a gate, else converged. Constant parameters are skipped."""
+    for name in names:
+        x = np.asarray(draws[name], dtype=np.float64)
+        if x.ndim != 2 or np.ptp(x) == 0:
+            continue
+        z, ess = chain_separation(x)
+        if math.isfinite(z) and z >= SEPARATION_Z and ess >= USEFUL_CHAIN_ESS:
+            return Diagnosis(SEPARATED_MODES, name, z, ess)
+    return Diagnosis(SLOW_MIXING if gate_failures else CONVERGED, None, math.nan, math.nan)
+
+
+@dataclass(frozen=True)
+class Projection:
+    """Factor (≥ 1, ``inf`` if no number of draws can do it) by which one side's draws
+    must grow, and why (one short line per binding requirement, largest first)."""
+
+    factor: float
+    reasons: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        return {"factor": self.factor if math.isfinite(self.factor) else None,
+                "reasons": list(self.reasons)}
+
+
+def _gate_factor(s: compare.Summary, rule: compare.Rule) -> list[tuple[float, str]]:
+    out = []
+    for label, ess, need in (("bulk ESS", s.ess_bulk, rule.ess_bulk_min),
+                             ("tail ESS", s.ess_tail, rule.ess_tail_min)):
+        target = MARGIN * need
+        if not (math.isfinite(ess) and ess > 0):
+            out.append((math.inf, f"{label} not estimable"))
+        elif ess < target:
+            out.append((target / ess, f"{label} {ess:.0f} -> {target:.0f}"))
+    if not math.isfinite(s.rhat):
+        out.append((math.inf, "R-hat not estimable"))
+    elif s.rhat > rule.rhat_max:
+        out.append((MARGIN * (s.rhat - 1) / (rule.rhat_max - 1),
+                    f"R-hat {s.rhat:.3f} -> {1 + (rule.rhat_max - 1) / MARGIN:.4f}"))
+    return out
+
+
+def _interval_factor(own: float, other: float, allowed: float, both_grow: bool) -> float:
+    """Factor for one side's error term ``own`` (an MCSE in the interval's units) so that
+    √(own'² + other'²) ≤ allowed, with other' = other (fixed) or both sharing equally."""
+    if not (math.isfinite(own) and math.isfinite(other) and allowed > 0):
+        return math.inf
+    budget = allowed * allowed / 2 if both_grow else allowed * allowed - other * other
+    if budget <= 0:
+        return math.inf
+    return max(1.0, own * own / budget)
+
+
+def project(result: compare.ScopeComparison, rule: compare.Rule,
+            grow: tuple[bool, bool]) -> tuple[Projection, Projection]:
+    """(candidate, baseline) projections for the sides ``grow`` marks (the other gets
+    factor 1, unless its own error alone keeps an interval undecided: then both grow).
+    Gates come from each side's own summaries; intervals from the undecided comparisons
+    (``compare.interval_states`` says which end is open)."""
+    needs: tuple[list, list] = ([], [])
+    both = grow[0] and grow[1]
+    for side in (0, 1):
+        if not grow[side]:
+            continue
+        for c in result.comparisons:
+            s = c.candidate if side == 0 else c.baseline
+            needs[side].extend((f, f"{c.parameter}: {why}") for f, why in _gate_factor(s, rule))
+    for c in result.comparisons:
+        if c.verdict != compare.INCONCLUSIVE:
+            continue
+        d_state, r_state = compare.interval_states(c.d_interval, c.r_interval, rule)
+        a, b = c.candidate, c.baseline
+        if d_state == "open" and b.sd > 0:
+            allowed = abs(rule.delta - abs(c.d)) / MARGIN * b.sd / rule.k
+            terms = (a.mcse_mean, b.mcse_mean)
+            for side in (0, 1):
+                if grow[side]:
+                    f = _interval_factor(terms[side], terms[1 - side], allowed, both)
+                    needs[side].append((f, f"{c.parameter}: D {c.d:+.3f} +- {rule.k * math.hypot(*terms) / b.sd:.3f}"
+                                           f" -> +- {allowed * rule.k / b.sd:.3f}"))
+        if r_state == "open" and a.sd > 0 and b.sd > 0 and c.r > 0:
+            lo, hi = rule.sd_ratio_band
+            log_r = math.log(c.r)
+            edge = min(abs(log_r - math.log(lo)), abs(log_r - math.log(hi)))
+            allowed = edge / MARGIN / rule.k
+            terms = (a.mcse_sd / a.sd, b.mcse_sd / b.sd)
+            for side in (0, 1):
+                if grow[side]:
+                    f = _interval_factor(terms[side], terms[1 - side], allowed, both)
+                    needs[side].append((f, f"{c.parameter}: R {c.r:.3f} needs log half-width "
+                                           f"{allowed * rule.k:.3f}"))
+
+    def fold(items: list[tuple[float, str]], grows: bool) -> Projection:
+        if not grows:
+            return Projection(1.0, ())
+        if not items:
+            return Projection(MIN_FACTOR, ("no requirement found; minimum growth",))
+        items = sorted(items, key=lambda t: -t[0])
+        top = items[0][0]
+        binding = tuple(why for f, why in items if f >= top / 2)[:5]
+        return Projection(max(MIN_FACTOR, top), binding)
+
+    result_pair = fold(needs[0], grow[0]), fold(needs[1], grow[1])
+    if not both and any(g and not math.isfinite(p.factor) for g, p in zip(grow, result_pair)):
+        # the side that is not growing already has more error than an undecided interval
+        # allows: both must grow (if that is infinite too, d or r sits on a boundary)
+        return project(result, rule, (True, True))
+    return result_pair
