@@ -112,30 +112,34 @@ def provenance(request: AuditRequest) -> dict:
     }
 
 
-def compared_names(parameters: list[str] | None, lazy: Fit, pymc: Fit) -> tuple[list[str], list[str]]:
+def compared_names(parameters: list[str] | None, other: Fit, pymc: Fit, *,
+                   other_draw: str = "the LazyPPL program's draw",
+                   other_short: str = "the LazyPPL draw") -> tuple[list[str], list[str]]:
     """Scalar names to compare, and the PyMC base names left uncompared (SPEC §2.3).
 
-    Default: every base name in the LazyPPL draw. Each must be reportable by the PyMC
-    model (free RV or named Deterministic) with the same scalar names.
+    Default: every base name in ``other``'s draw (the LazyPPL fit, or posteriordb's
+    reference draws in a reference audit; ``other_draw``/``other_short`` name it in
+    errors). Each must be reportable by the PyMC model (free RV or named Deterministic)
+    with the same scalar names.
     """
-    lazy_bases = list(dict.fromkeys(base_name(n) for n in lazy.draws))
-    bases = list(parameters) if parameters else lazy_bases
+    other_bases = list(dict.fromkeys(base_name(n) for n in other.draws))
+    bases = list(parameters) if parameters else other_bases
     names: list[str] = []
     for b in bases:
-        if b not in lazy_bases:
-            raise InvalidRequest(f"parameter {b!r} is not in the LazyPPL program's draw",
-                                 parameter=b, reported=lazy_bases)
+        if b not in other_bases:
+            raise InvalidRequest(f"parameter {b!r} is not in {other_draw}",
+                                 parameter=b, reported=other_bases)
         if b not in pymc.reportable:
             raise InvalidRequest(
                 f"parameter {b!r} is not a free random variable or named Deterministic "
                 "of the PyMC model", parameter=b, reportable=list(pymc.reportable))
-        lazy_scalars = [n for n in lazy.draws if base_name(n) == b]
+        other_scalars = [n for n in other.draws if base_name(n) == b]
         pymc_scalars = [n for n in pymc.draws if base_name(n) == b]
-        if sorted(lazy_scalars) != sorted(pymc_scalars):
+        if sorted(other_scalars) != sorted(pymc_scalars):
             raise InvalidRequest(
-                f"parameter {b!r} has {len(lazy_scalars)} scalars in the LazyPPL draw but "
+                f"parameter {b!r} has {len(other_scalars)} scalars in {other_short} but "
                 f"{len(pymc_scalars)} in the PyMC model", parameter=b)
-        names.extend(lazy_scalars)
+        names.extend(other_scalars)
     uncompared = [b for b in pymc.reportable if b not in bases]
     return names, uncompared
 

@@ -14,7 +14,7 @@ import math
 import time
 from dataclasses import dataclass, field
 
-from workers import compare
+from workers import compare, pipeline
 from workers.errors import AuditError, InvalidRequest, ResourceLimit
 from workers.fit import Fit, base_name
 from workers.pipeline import (Progress, _extendable, _fit_pymc, _limits, _quiet,
@@ -45,26 +45,9 @@ def compared_names(parameters: list[str] | None, reference: Fit, pymc: Fit
                    ) -> tuple[list[str], list[str]]:
     """Scalar names to compare and the PyMC base names left uncompared (SPEC §2.3, with
     the reference's draws in the place of the LazyPPL draw)."""
-    ref_bases = list(dict.fromkeys(base_name(n) for n in reference.draws))
-    bases = list(parameters) if parameters else ref_bases
-    names: list[str] = []
-    for b in bases:
-        if b not in ref_bases:
-            raise InvalidRequest(f"parameter {b!r} is not in posteriordb's reference draws",
-                                 parameter=b, reported=ref_bases)
-        if b not in pymc.reportable:
-            raise InvalidRequest(
-                f"parameter {b!r} of the reference is not a free random variable or named "
-                "Deterministic of the PyMC model", parameter=b,
-                reportable=list(pymc.reportable))
-        ref_scalars = [n for n in reference.draws if base_name(n) == b]
-        pymc_scalars = [n for n in pymc.draws if base_name(n) == b]
-        if sorted(ref_scalars) != sorted(pymc_scalars):
-            raise InvalidRequest(
-                f"parameter {b!r} has {len(ref_scalars)} scalars in the reference but "
-                f"{len(pymc_scalars)} in the PyMC model", parameter=b)
-        names.extend(ref_scalars)
-    return names, [b for b in pymc.reportable if b not in bases]
+    return pipeline.compared_names(parameters, reference, pymc,
+                                   other_draw="posteriordb's reference draws",
+                                   other_short="the reference")
 
 
 def validate(request: ReferenceAuditRequest) -> None:

@@ -3,7 +3,7 @@
 Through the real path (haskell_bridge.fit_lazyppl: Safe compile, sandboxed harness,
 4 chains) and the real rule (workers.compare: ArviZ summaries, gates, d/D and r/R):
 
-* Neal's funnel, d = 10 (tests/fixtures/geometry/Funnel.hs, written so the sampler sees
+* Neal's funnel, d = 10 (lazyppl/examples/funnel/Model.hs, written so the sampler sees
   the funnel in its Gaussian coordinates): the log-scale v against its exact marginal
   N(0, 3) (a baseline with zero Monte Carlo error);
 * a 6-group varying-intercept model (hier6_data.json), written centred and non-centred
@@ -37,6 +37,8 @@ pytestmark = [
 ]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "geometry"
+# the programs are the library's own examples (also run by benchmarks/lazyppl_engine.py)
+EXAMPLES = Path(__file__).resolve().parents[2] / "lazyppl" / "examples"
 LIMITS = Limits(cpu_seconds=600, memory_mb=2048, wall_seconds=600)
 RULE = compare.Rule()
 
@@ -70,16 +72,16 @@ def assert_agrees(fit, baselines: dict[str, compare.Summary]) -> None:
 
 
 def test_default_kernel_on_neals_funnel_agrees_with_the_exact_marginal(build):
-    source = (FIXTURES / "Funnel.hs").read_text()
+    source = (EXAMPLES / "funnel" / "Model.hs").read_text()
     fit = fit_lazyppl(source, {}, chains=4, warmup=4000, draws=2000, thin=400, kernel="default",
                       seed=14, limits=LIMITS)
     assert_agrees(fit, {"v": exact(0.0, 3.0)})
 
 
-@pytest.mark.parametrize("program", ["Hier6Centred.hs", "Hier6NonCentred.hs"])
+@pytest.mark.parametrize("program", ["hier6c", "hier6n"])
 def test_default_kernel_on_six_groups_agrees_with_long_nuts(build, program):
-    data = json.loads((FIXTURES / "hier6_data.json").read_text())
+    data = json.loads((EXAMPLES / program / "data.json").read_text())
     ref = json.loads((FIXTURES / "hier6_reference.json").read_text())["params"]
-    fit = fit_lazyppl((FIXTURES / program).read_text(), data, chains=4, warmup=4000, draws=2000,
+    fit = fit_lazyppl((EXAMPLES / program / "Model.hs").read_text(), data, chains=4, warmup=4000, draws=2000,
                       thin=100, kernel="default", seed=14, limits=LIMITS)
     assert_agrees(fit, {name: reference(entry) for name, entry in ref.items()})
