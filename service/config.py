@@ -81,6 +81,13 @@ class LimitSettings(BaseModel):
     output_mb: int = Field(
         256, ge=1, description="draws of one fit (chains × draws × scalars × 8 bytes): "
         "at submission with one scalar at the final draws, and before any download")
+    token_open_audits: int = Field(
+        20, ge=1, description="audits one token may have queued or running at once "
+        "(those a batch fans out count against token_open_batches instead); beyond: 429")
+    token_open_batches: int = Field(
+        2, ge=1, description="batches one token may have queued or running at once; beyond: 429")
+    quota_retry_after_seconds: int = Field(
+        60, ge=1, description="Retry-After of the 429 answered beyond a token's quota")
 
 
 
@@ -129,6 +136,9 @@ class WorkSettings(BaseModel):
     lease_seconds: float = Field(90, gt=0, description="a claimed unit's lease; renewed while "
                                  "it runs, re-dispatched by the reconciler once expired")
     heartbeat_seconds: float = Field(15, gt=0, description="lease renewal interval")
+    cancel_check_seconds: float = Field(1.0, gt=0, description="how often a fitting scope "
+                                        "reads its audit's status: a cancel kills its fits "
+                                        "within about this long")
     reconcile_seconds: float = Field(30, gt=0, description="reconciler interval in each worker")
     dispatch_grace_seconds: float = Field(30, ge=0, description="a dispatched unit whose message "
                                           "is not in the broker after this long is re-sent")

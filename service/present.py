@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from service.db import audits as audit_repo
 from service.db import batches as batch_repo
-from service.db.models import Audit, Batch
+from service.db.models import FINAL_STATUSES, Audit, Batch
 
 API = "/api/v1"
 
@@ -35,7 +35,7 @@ def audit_detail(session, a: Audit) -> dict:
         r = results.get(sc.scope)
         scopes.append({
             "scope": sc.scope, "data_sha256": sc.dataset.sha256,
-            "status": "done" if r else ("pending" if a.status not in ("done", "failed") else "not run"),
+            "status": "done" if r else ("pending" if a.status not in FINAL_STATUSES else "not run"),
             "verdict": r.verdict if r else None,
             "evidence": r.evidence if r else None,
             # the unit of work (service/README.md, "Guarantees")
@@ -116,6 +116,7 @@ def _lazyppl_vs_pymc(a: Audit) -> dict | None:
 def _partial_summary(audits) -> dict | None:
     from workers import compare
 
+    # a cancelled audit has no verdict: it is left out of the summary, not counted an error
     finished = [a for a in audits if a.status in ("done", "failed")]
     if not finished:
         return None

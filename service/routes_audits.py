@@ -11,7 +11,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse
 from starlette.background import BackgroundTask
 
-from service import limits, present
+from service import cancel, limits, present
 from service.auth import ReadAccess, SessionDep, WriteToken
 from service.db import audits as audit_repo
 from service.db.draws import UnservableDraws, check_stored, decode_draws, netcdf_file
@@ -24,8 +24,19 @@ log = logging.getLogger("ppl_audit.api")
 router = APIRouter(prefix="/api/v1/audits", tags=["audits"])
 BROKER_DOWN = "could not queue the audit: the job broker is unreachable"
 Verdict = Literal["agree", "inconclusive", "disagree", "error"]
-Status = Literal["queued", "running", "done", "failed"]
-ERRORS = {401: {"model": Problem}, 413: {"model": Problem}, 422: {"model": Problem}}
+Status = Literal["queued", "running", "done", "failed", "cancelled"]
+ERRORS = {401: {"model": Problem}, 413: {"model": Problem}, 422: {"model": Problem},
+          429: {"model": Problem}}
+
+
+def _quota(request: Request, count: int) -> None:
+    """429 with Retry-After when ``count`` (the token's open audits, the new one
+    included) is above the operator's per-token quota."""
+    caps = request.app.state.settings.limits
+    message = cancel.quota_message("audits", count, caps.token_open_audits, "token_open_audits")
+    if message:
+        raise HTTPException(429, message,
+                            headers={"Retry-After": str(caps.quota_retry_after_seconds)})
 
 
 @router.post("", status_code=202, response_model=Accepted, responses=ERRORS,
@@ -43,12 +54,24 @@ def submit_audit(body: AuditIn, request: Request, session: SessionDep, token: Wr
                             scopes=len(body.scopes or {}), parameters=len(body.parameters or []))
     if over:  # a 422 like any invalid field, one error per exceeded cap
         raise RequestValidationError([o.as_error() for o in over])
+    early = cancel.open_audits(session, token.id) + 1
+    session.rollback()  # hand the connection back while the programs are verified
+    _quota(request, early)  # a cheap early refusal; the count under the lock below decides
     try:
         sub = submission_from(body)
         audit, queue = create_audit(session, sub)
     except InvalidRequest as err:
         session.rollback()
         raise HTTPException(422, str(err)) from None
+    audit.token_id = token.id
+    session.flush()
+    cancel.lock_token(session, token.id)  # the authoritative count, new audit included
+    if queue:
+        try:
+            _quota(request, cancel.open_audits(session, token.id))
+        except HTTPException:
+            session.rollback()
+            raise
     audit_repo.add_event(session, audit_id=audit.id, kind="submitted",
                          message=f"submitted with token #{token.id}")
     session.commit()
@@ -111,3 +134,30 @@ def download_fit(audit_id: uuid.UUID, scope: str, language: Literal["pymc", "laz
     return FileResponse(path, media_type="application/x-netcdf", filename=filename,
                         content_disposition_type="attachment",
                         background=BackgroundTask(os.unlink, path))
+
+
+@router.delete("/{audit_id}", responses={403: {"model": Problem}, 404: {"model": Problem},
+                                         409: {"model": Problem}},
+               summary="Cancel an audit")
+def cancel_audit(audit_id: uuid.UUID, request: Request, session: SessionDep,
+                 token: WriteToken) -> dict:
+    """Cancel a queued or running audit: queued scopes never run, running fits are
+    killed within seconds, and the audit ends ``cancelled`` with the token id and time
+    in its event log. Only the submitting token may cancel (``service/cancel.py``);
+    cancelling a cancelled audit again answers the same; a finished one is ``409``."""
+    return cancel_and_update(request, session, audit_id, token.id)
+
+
+def cancel_and_update(request: Request, session, audit_id: uuid.UUID, token_id: int) -> dict:
+    """Shared by the API and the page's cancel form."""
+    from service import steps  # the batch's closing step (imports the pipeline)
+
+    result = cancel.cancel_audit(session, audit_id, token_id)
+    if isinstance(result, cancel.Refusal):
+        session.rollback()
+        raise HTTPException(result.status, result.message)
+    batch_id, answer = result.batch_id, present.audit_summary(result)
+    session.commit()
+    if batch_id is not None:  # it may have been the batch's last open audit
+        steps.update_batch(request.app.state.sessions, batch_id)
+    return answer

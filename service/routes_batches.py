@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 
-from service import limits, present
+from service import cancel, limits, present
 from service.auth import ReadAccess, SessionDep, WriteToken
 from service.db import batches as batch_repo
 from service.schemas import Accepted, BatchIn, Page, Problem
@@ -26,12 +26,18 @@ def translated_posteriors() -> list[str]:
 
 
 @router.post("", status_code=202, response_model=Accepted,
-             responses={401: {"model": Problem}, 422: {"model": Problem}},
+             responses={200: {"model": Accepted, "description": "an identical batch of "
+                              "\"all\" is already queued or running: that one"},
+                        401: {"model": Problem}, 422: {"model": Problem}, 429: {"model": Problem}},
              summary="Start a posteriordb batch")
 def submit_batch(body: BatchIn, request: Request, session: SessionDep, token: WriteToken,
                  response: Response) -> Accepted:
     """One audit per posterior, each on the ``visible`` and ``full`` scopes, with the
-    PyMC fit on ``full`` also checked against posteriordb's reference draws."""
+    PyMC fit on ``full`` also checked against posteriordb's reference draws.
+
+    A batch of ``"all"`` identical (source, settings) to one still queued or running,
+    submitted by any token, is answered ``200`` with that batch; beyond the token's
+    quota of open batches, ``429`` with ``Retry-After``."""
     settings = body.settings or AuditSettings()
     # each posterior's audit has two scopes, visible and full
     over = limits.over_caps(settings, request.app.state.settings.limits, scopes=2)
@@ -45,8 +51,27 @@ def submit_batch(body: BatchIn, request: Request, session: SessionDep, token: Wr
                                  f"translated posteriors: {', '.join(known) or 'none'}")
     if not names:
         raise HTTPException(422, "the shipped corpus has no translated posterior")
+    resolved = settings.model_dump(mode="json")
+    if body.posteriors == "all":  # one running "all" batch is enough, whoever asked for it
+        same = cancel.identical_open_batch(session, source=body.source, posteriors=names,
+                                           settings=resolved)
+        if same is not None:
+            session.rollback()
+            response.status_code = 200
+            response.headers["Location"] = f"/api/v1/batches/{same.id}"
+            return Accepted(id=same.id, status=same.status, url=f"/api/v1/batches/{same.id}",
+                            page=f"/batches/{same.id}")
     batch = batch_repo.create_batch(session, source=body.source, posteriors=names,
-                                    settings=settings.model_dump(mode="json"))
+                                    settings=resolved, token_id=token.id)
+    session.flush()
+    cancel.lock_token(session, token.id)
+    caps = request.app.state.settings.limits
+    message = cancel.quota_message("batches", cancel.open_batches(session, token.id),
+                                   caps.token_open_batches, "token_open_batches")
+    if message:
+        session.rollback()
+        raise HTTPException(429, message,
+                            headers={"Retry-After": str(caps.quota_retry_after_seconds)})
     session.commit()
     try:
         request.app.state.dispatcher.batch(batch.id)
@@ -75,3 +100,24 @@ def get_batch(batch_id: uuid.UUID, session: SessionDep) -> dict:
     if batch is None:
         raise HTTPException(404, f"no batch {batch_id}")
     return present.batch_detail(session, batch)
+
+
+@router.delete("/{batch_id}", responses={403: {"model": Problem}, 404: {"model": Problem},
+                                         409: {"model": Problem}},
+               summary="Cancel a batch and its open audits")
+def cancel_batch(batch_id: uuid.UUID, session: SessionDep, token: WriteToken) -> dict:
+    """Cancel a queued or running batch: no further audit is fanned out, and every audit
+    of it still queued or running is cancelled (running fits killed within seconds).
+    Only the submitting token may cancel; cancelling again answers the same."""
+    return cancel_batch_now(session, batch_id, token.id)
+
+
+def cancel_batch_now(session, batch_id: uuid.UUID, token_id: int) -> dict:
+    """Shared by the API and the page's cancel form."""
+    result = cancel.cancel_batch(session, batch_id, token_id)
+    if isinstance(result, cancel.Refusal):
+        session.rollback()
+        raise HTTPException(result.status, result.message)
+    answer = present.batch_summary_row(result)
+    session.commit()
+    return answer

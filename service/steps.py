@@ -23,6 +23,7 @@ from service.db import audits as audit_repo
 from service.db import batches as batch_repo
 from service.db import work as work_repo
 from service.db.base import utcnow
+from service.db.models import FINAL_STATUSES
 from service.errors import audit_outcome
 from service.submission import Submission, create_audit
 from workers import compare, pipeline
@@ -30,7 +31,7 @@ from workers.settings import AuditSettings
 
 log = logging.getLogger("ppl_audit.steps")
 Sessions = sessionmaker[Session]
-FINAL = ("done", "failed")
+FINAL = FINAL_STATUSES  # done, failed, cancelled: nothing more runs or is stored
 
 
 @dataclass(frozen=True)
@@ -142,19 +143,45 @@ def fit_scope(job: ScopeJob, progress: pipeline.Progress,
     return outcome
 
 
-class LeaseKeeper:
-    """Renews a claimed scope's lease every ``interval`` seconds from a thread, while the
-    fit runs; database errors are logged and retried at the next beat (an outage shorter
-    than the lease costs nothing). Use as a context manager."""
+class Cancelled(Exception):
+    """The audit was cancelled while this worker fitted it (raised by the progress
+    callback between fits, so no further look starts)."""
 
-    def __init__(self, sessions: Sessions, job: ScopeJob, lease: Lease, interval: float) -> None:
+
+class LeaseKeeper:
+    """While the fit runs, a thread renews the claimed scope's lease every ``interval``
+    seconds and reads the audit's status every ``cancel_check`` seconds. Database errors
+    are logged and retried at the next beat (an outage shorter than the lease costs
+    nothing). Once the audit is ``cancelled`` it sets :attr:`cancelled` (the progress
+    callback then raises :class:`Cancelled`) and calls ``on_cancel`` at every further
+    check until the fit ends (``workers.stop.kill_own_runs``: a run started between two
+    checks is killed at the next one). Use as a context manager."""
+
+    def __init__(self, sessions: Sessions, job: ScopeJob, lease: Lease, interval: float,
+                 cancel_check: float | None = None,
+                 on_cancel: Callable[[], object] | None = None) -> None:
         self.sessions, self.job, self.lease, self.interval = sessions, job, lease, interval
+        self.cancel_check = min(interval, cancel_check or interval)
+        self.on_cancel = on_cancel
+        self.cancelled = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="lease-keeper", daemon=True)
 
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        renewed = time.monotonic()
+        while not self._stop.wait(self.cancel_check):
             try:
+                if not self.cancelled.is_set() and audit_status(
+                        self.sessions, self.job.audit_id) == "cancelled":
+                    log.warning("audit %s cancelled: stopping its fits", self.job.audit_id)
+                    self.cancelled.set()
+                if self.cancelled.is_set():
+                    if self.on_cancel is not None:
+                        self.on_cancel()
+                    continue  # a cancelled scope's lease is not renewed
+                if time.monotonic() - renewed < self.interval:
+                    continue
+                renewed = time.monotonic()
                 with self.sessions.begin() as s:
                     held = work_repo.renew_scope_lease(s, self.job.audit_id, self.job.scope,
                                                        self.lease.owner, utcnow(), self.lease.seconds)
@@ -171,6 +198,12 @@ class LeaseKeeper:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
+
+
+def audit_status(sessions: Sessions, audit_id: uuid.UUID) -> str | None:
+    """The audit's status now (one indexed read, no lock)."""
+    with sessions() as s:
+        return audit_repo.status_of(s, audit_id)
 
 
 def release_scope(sessions: Sessions, audit_id: uuid.UUID, scope: str, owner: str) -> None:
@@ -255,12 +288,15 @@ def fail(sessions: Sessions, audit_id: uuid.UUID, err: BaseException) -> uuid.UU
         return audit.batch_id
 
 
-def progress_recorder(sessions: Sessions, audit_id: uuid.UUID,
-                      min_interval: float = 1.0) -> pipeline.Progress:
-    """A pipeline progress callback that logs steps as events (at most one a second)."""
+def progress_recorder(sessions: Sessions, audit_id: uuid.UUID, min_interval: float = 1.0,
+                      cancelled: threading.Event | None = None) -> pipeline.Progress:
+    """A pipeline progress callback that logs steps as events (at most one a second) and
+    raises :class:`Cancelled` once ``cancelled`` is set (before each fit and compare)."""
     last = [0.0]
 
     def record(event: str, **info) -> None:
+        if cancelled is not None and cancelled.is_set():
+            raise Cancelled(str(audit_id))
         now = time.monotonic()
         if event not in ("scope_done",) and now - last[0] < min_interval:
             return
@@ -300,7 +336,10 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
         posteriors, settings = list(batch.posteriors), AuditSettings.model_validate(batch.settings)
     for name in posteriors:
         with sessions.begin() as s:
-            hold(batch_repo.lock_batch(s, batch_id))
+            batch = batch_repo.lock_batch(s, batch_id)
+            if batch is None or batch.status in FINAL:
+                return  # cancelled mid fan-out: no further audit is created
+            hold(batch)
             if batch_repo.audit_for_posterior(s, batch_id, name) is not None:
                 continue
             try:
@@ -313,6 +352,7 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
                 name=name, pymc_source=entry.pymc_source, lazyppl_source=entry.lazyppl_source,
                 scopes=entry.scopes, parameters=entry.parameters, settings=settings,
                 source="posteriordb", posterior=name, batch_id=batch_id))
+            audit.token_id = batch.token_id  # the batch's submitter may cancel it
             scopes = [sc.scope for sc in audit.scopes] if queue else []
             audit_id = audit.id
         for scope in scopes:
@@ -344,7 +384,9 @@ def update_batch(sessions: Sessions, batch_id: uuid.UUID) -> None:
         audits = batch_repo.batch_audits(s, batch_id)
         if len(audits) < len(batch.posteriors) or any(a.status not in FINAL for a in audits):
             return
-        batch_repo.set_batch_status(s, batch, "done", summary=batch_summary(audits))
+        # cancelled audits have no verdict: left out of the summary, not counted as errors
+        batch_repo.set_batch_status(s, batch, "done", summary=batch_summary(
+            [a for a in audits if a.status != "cancelled"]))
 
 
 def batch_summary(audits) -> dict:

@@ -11,8 +11,8 @@ import uuid
 from pathlib import Path
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, HTTPException, Query, Request
-from fastapi.responses import HTMLResponse
+from fastapi import APIRouter, Form, HTTPException, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
@@ -20,6 +20,7 @@ from service import present
 from service.auth import ReadAccess, SessionDep
 from service.db import audits as audit_repo
 from service.db import batches as batch_repo
+from service.db import tokens as token_repo
 from service.plots import scope_plots
 
 router = APIRouter(include_in_schema=False, dependencies=[ReadAccess])
@@ -56,7 +57,7 @@ def _live(status: str) -> bool:
 @router.get("/", response_class=HTMLResponse)
 def audits_page(request: Request, session: SessionDep,
                 verdict: Literal["agree", "inconclusive", "disagree", "error", ""] = "",
-                status: Literal["queued", "running", "done", "failed", ""] = "",
+                status: Literal["queued", "running", "done", "failed", "cancelled", ""] = "",
                 page: Annotated[int, Query(ge=1, le=100000)] = 1):
     rows, total = audit_repo.list_audits(session, verdict=verdict or None, status=status or None,
                                          limit=PER_PAGE, offset=(page - 1) * PER_PAGE)
@@ -115,3 +116,71 @@ def batch_page(request: Request, batch_id: uuid.UUID, session: SessionDep):
     detail = present.batch_detail(session, batch)
     return templates.TemplateResponse(request, "batch.html", {
         "b": detail, "live": _live(batch.status)})
+
+
+# ---- cancel forms (no script: a plain form posting the token; the token is the proof) ----
+
+PLURAL = {"audit": "audits", "batch": "batches"}
+
+
+def _cancel_page(request: Request, kind: str, row, error: str | None = None,
+                 status_code: int = 200) -> HTMLResponse:
+    path = f"/{PLURAL[kind]}/{row.id}"
+    return templates.TemplateResponse(request, "cancel.html", {
+        "kind": kind, "id": str(row.id), "status": row.status, "back": path,
+        "name": getattr(row, "name", None) or "", "action": f"{path}/cancel", "error": error,
+        "live": False}, status_code=status_code)
+
+
+def _row(session, kind: str, row_id: uuid.UUID):
+    row = (audit_repo.get_audit(session, row_id) if kind == "audit"
+           else batch_repo.get_batch(session, row_id))
+    if row is None:
+        raise HTTPException(404, f"no {kind} {row_id}")
+    return row
+
+
+@router.get("/audits/{audit_id}/cancel", response_class=HTMLResponse)
+def cancel_audit_page(request: Request, audit_id: uuid.UUID, session: SessionDep):
+    return _cancel_page(request, "audit", _row(session, "audit", audit_id))
+
+
+@router.get("/batches/{batch_id}/cancel", response_class=HTMLResponse)
+def cancel_batch_page(request: Request, batch_id: uuid.UUID, session: SessionDep):
+    return _cancel_page(request, "batch", _row(session, "batch", batch_id))
+
+
+def _cancel_form(request: Request, session, kind: str, row_id: uuid.UUID, token: str):
+    from service.routes_audits import cancel_and_update
+    from service.routes_batches import cancel_batch_now
+
+    live = token_repo.authenticate(session, token.strip(), request.app.state.settings.secret)
+    if live is None:
+        session.rollback()
+        return _cancel_page(request, kind, _row(session, kind, row_id),
+                            "the API token is unknown or revoked", 401)
+    token_id = live.id
+    session.commit()
+    try:
+        if kind == "audit":
+            cancel_and_update(request, session, row_id, token_id)
+        else:
+            cancel_batch_now(session, row_id, token_id)
+    except HTTPException as err:
+        if err.status_code == 404:
+            raise
+        return _cancel_page(request, kind, _row(session, kind, row_id), str(err.detail),
+                            err.status_code)
+    return RedirectResponse(f"/{PLURAL[kind]}/{row_id}", status_code=303)
+
+
+@router.post("/audits/{audit_id}/cancel", response_class=HTMLResponse)
+def cancel_audit_form(request: Request, audit_id: uuid.UUID, session: SessionDep,
+                      token: Annotated[str, Form(max_length=200)]):
+    return _cancel_form(request, session, "audit", audit_id, token)
+
+
+@router.post("/batches/{batch_id}/cancel", response_class=HTMLResponse)
+def cancel_batch_form(request: Request, batch_id: uuid.UUID, session: SessionDep,
+                      token: Annotated[str, Form(max_length=200)]):
+    return _cancel_form(request, session, "batch", batch_id, token)

@@ -6,7 +6,8 @@ because PostgreSQL restarted; past that, Celery retries the task with backoff, a
 past that the reconciler re-sends it. A user error is a result (verdict ``error``),
 and any other exception marks the audit ``failed`` with a generic reason after being
 logged. A scope claims a lease first and renews it while fitting
-(``steps.LeaseKeeper``); its fits get at most ``celery.scope_wall_seconds``.
+(``steps.LeaseKeeper``), which also watches for a cancel: then the scope's sandboxed
+runs are killed and nothing is stored. Its fits get at most ``celery.scope_wall_seconds``.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from service.db import work as work_repo
 from service.db_retry import DatabaseRetry
 from workers.celery_app import TASK_BATCH, TASK_FINISH, TASK_SCOPE, CeleryDispatcher, app
 from workers.errors import ResourceLimit
+from workers.stop import kill_own_runs
 
 log = logging.getLogger("ppl_audit.tasks")
 INFRASTRUCTURE = (sqlalchemy.exc.OperationalError, sqlalchemy.exc.InterfaceError,
@@ -82,10 +84,15 @@ def run_audit_scope(self, *, audit_id: str, scope: str) -> str:
         if db(steps.needs_finish, sessions(), aid):  # redelivered after its scope was stored
             CeleryDispatcher(app).finish(aid)
         return "skipped"
+    keeper = steps.LeaseKeeper(sessions(), job, lease, WORK.heartbeat_seconds,
+                               WORK.cancel_check_seconds, kill_own_runs)
     try:
-        with steps.LeaseKeeper(sessions(), job, lease, WORK.heartbeat_seconds):
-            outcome = steps.fit_scope(job, steps.progress_recorder(sessions(), aid),
-                                      app.ppl_settings.celery.scope_wall_seconds)
+        with keeper:
+            outcome = steps.fit_scope(
+                job, steps.progress_recorder(sessions(), aid, cancelled=keeper.cancelled),
+                app.ppl_settings.celery.scope_wall_seconds)
+    except steps.Cancelled:
+        return _cancelled(aid, scope, lease)
     except INFRASTRUCTURE:
         try:  # let the retry (maybe in another pool process) claim it without waiting
             steps.release_scope(sessions(), aid, scope, lease.owner)
@@ -97,12 +104,28 @@ def run_audit_scope(self, *, audit_id: str, scope: str) -> str:
             "the worker's time limit for one scope was reached", limit="timeout")))
         return "timeout"
     except Exception as err:  # a bug or an unexpected failure: log with context, fail the audit
+        if keeper.cancelled.is_set():  # a fit killed by the cancellation, not a failure
+            return _cancelled(aid, scope, lease)
         log.exception("scope %r of audit %s failed unexpectedly", scope, audit_id)
         _after_audit_stopped(db(steps.fail, sessions(), aid, err))
         return "failed"
+    if keeper.cancelled.is_set():  # its fits were killed: nothing worth storing
+        return _cancelled(aid, scope, lease)
+    # save_scope re-reads the status under the row lock: a result that raced a cancel
+    # is refused there
     if db(steps.save_scope, sessions(), job, outcome):
         CeleryDispatcher(app).finish(aid)
     return outcome.evidence.get("verdict", "?")
+
+
+def _cancelled(aid: uuid.UUID, scope: str, lease) -> str:
+    """The scope's audit was cancelled mid-fit: give up the lease, store nothing."""
+    try:
+        steps.release_scope(sessions(), aid, scope, lease.owner)
+    except Exception:
+        log.warning("could not release the lease of cancelled %s/%s", aid, scope, exc_info=True)
+    log.info("scope %r of audit %s stopped: the audit was cancelled", scope, aid)
+    return "cancelled"
 
 
 @app.task(name=TASK_FINISH, **RETRY)

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session, selectinload
 from service.db.base import utcnow
 from service.db.draws import encode_draws
 from service.db.models import (
-    Audit, AuditScope, Comparison, Dataset, Event, FitRecord, Program, ScopeResult,
+    FINAL_STATUSES, Audit, AuditScope, Comparison, Dataset, Event, FitRecord, Program, ScopeResult,
 )
 
 
@@ -104,6 +104,10 @@ def lock_audit(session: Session, audit_id: uuid.UUID) -> Audit | None:
     )
 
 
+def status_of(session: Session, audit_id: uuid.UUID) -> str | None:
+    return session.scalar(sa.select(Audit.status).where(Audit.id == audit_id))
+
+
 def list_audits(session: Session, *, verdict: str | None = None, status: str | None = None,
                 batch_id: uuid.UUID | None = None, limit: int = 50,
                 offset: int = 0) -> tuple[list[Audit], int]:
@@ -137,7 +141,7 @@ def set_status(session: Session, audit: Audit, status: str, *, verdict: str | No
     audit.status = status
     if status == "running" and audit.started_at is None:
         audit.started_at = now
-    if status in ("done", "failed"):
+    if status in FINAL_STATUSES:
         audit.finished_at = now
         created, started = _aware(audit.created_at), _aware(audit.started_at)
         audit.timings = {

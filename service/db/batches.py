@@ -10,9 +10,10 @@ from service.db.audits import add_event
 from service.db.models import Audit, Batch
 
 
-def create_batch(session: Session, *, source: str, posteriors: list[str], settings: dict) -> Batch:
+def create_batch(session: Session, *, source: str, posteriors: list[str], settings: dict,
+                 token_id: int | None = None) -> Batch:
     batch = Batch(id=uuid.uuid4(), source=source, posteriors=posteriors, settings=settings,
-                  status="queued")
+                  status="queued", token_id=token_id)
     session.add(batch)
     session.flush()
     add_event(session, batch_id=batch.id, kind="created", to_status="queued",
@@ -58,10 +59,10 @@ def set_batch_status(session: Session, batch: Batch, status: str, *,
 
 
 def progress(audits: list[Audit], expected: int) -> dict:
-    """Counts by status and the fraction finished (done or failed) of ``expected`` audits."""
-    counts = {s: 0 for s in ("queued", "running", "done", "failed")}
+    """Counts by status and the fraction finished (done, failed or cancelled) of ``expected`` audits."""
+    counts = {s: 0 for s in ("queued", "running", "done", "failed", "cancelled")}
     for a in audits:
         counts[a.status] = counts.get(a.status, 0) + 1
-    finished = counts["done"] + counts["failed"]
+    finished = counts["done"] + counts["failed"] + counts["cancelled"]
     return {"expected": expected, "created": len(audits), **counts,
             "finished": finished, "fraction": (finished / expected) if expected else 1.0}

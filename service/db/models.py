@@ -16,9 +16,11 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from service.db.base import Base, utcnow
 
-AUDIT_STATUSES = ("queued", "running", "done", "failed")
+AUDIT_STATUSES = ("queued", "running", "done", "failed", "cancelled")
 VERDICTS = ("agree", "inconclusive", "disagree", "error")
-BATCH_STATUSES = ("queued", "running", "done", "failed")
+BATCH_STATUSES = ("queued", "running", "done", "failed", "cancelled")
+#: statuses after which nothing more runs or is stored
+FINAL_STATUSES = ("done", "failed", "cancelled")
 
 Timestamp = sa.DateTime(timezone=True)
 
@@ -59,6 +61,9 @@ class Batch(Base):
     dispatched_at: Mapped[dt.datetime | None] = mapped_column(Timestamp, default=utcnow)
     lease_owner: Mapped[str | None] = mapped_column(sa.String(200))
     lease_expires_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    # the API token that submitted it (quotas, who may cancel); None from the CLI
+    token_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("api_tokens.id", ondelete="SET NULL"), index=True)
 
     audits: Mapped[list[Audit]] = relationship(back_populates="batch", order_by="Audit.name")
 
@@ -94,6 +99,9 @@ class Audit(Base):
     updated_at: Mapped[dt.datetime] = mapped_column(Timestamp, default=utcnow, onupdate=utcnow)
     started_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
     finished_at: Mapped[dt.datetime | None] = mapped_column(Timestamp)
+    # the API token that submitted it, or its batch (quotas, who may cancel); None: CLI
+    token_id: Mapped[int | None] = mapped_column(
+        sa.ForeignKey("api_tokens.id", ondelete="SET NULL"), index=True)
 
     pymc_program: Mapped[Program] = relationship(foreign_keys=[pymc_program_id])
     lazyppl_program: Mapped[Program] = relationship(foreign_keys=[lazyppl_program_id])

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from service.db.models import Audit, AuditScope, Batch, ScopeResult, WorkerHeartbeat
+from service.db.models import FINAL_STATUSES, Audit, AuditScope, Batch, ScopeResult, WorkerHeartbeat
 
 OPEN = ("queued", "running")
 
@@ -145,7 +145,7 @@ def open_batches(session: Session) -> list[tuple[Batch, int, int]]:
     created = (sa.select(sa.func.count(Audit.id)).where(Audit.batch_id == Batch.id)
                .scalar_subquery())
     finished = (sa.select(sa.func.count(Audit.id))
-                .where(Audit.batch_id == Batch.id, Audit.status.in_(("done", "failed")))
+                .where(Audit.batch_id == Batch.id, Audit.status.in_(FINAL_STATUSES))
                 .scalar_subquery())
     return [tuple(r) for r in session.execute(
         sa.select(Batch, created, finished).where(Batch.status.in_(OPEN)))]
