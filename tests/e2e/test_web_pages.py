@@ -177,3 +177,29 @@ def test_no_page_breaks_the_content_security_policy(browser, server, results):
     page.close()
     violations = [m for m in messages if "Content Security Policy" in m or "Refused to" in m]
     assert not violations, violations
+
+
+def test_the_cancel_form_works_in_chromium_under_the_csp(browser, server, auth_headers):
+    """The page's cancel link leads to a plain form (no script): typing the token and
+    submitting it cancels the audit and lands back on its page, with no CSP violation."""
+    body = {"name": "cancelled from the page",
+            "pymc": {"source": (FIX / "model.py").read_text()},
+            "lazyppl": {"source": (FIX / "Model.hs").read_text()},
+            "scopes": {"visible": json.loads((FIX / "visible.json").read_text())},
+            "settings": {**SMALL, "lazyppl": {**SMALL["lazyppl"], "warmup": 200000, "thin": 20}}}
+    audit_id = httpx.post(f"{server}/api/v1/audits", json=body, headers=auth_headers,
+                          timeout=30).json()["id"]
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    messages: list[str] = []
+    page.on("console", lambda m: messages.append(m.text))
+    page.goto(f"{server}/audits/{audit_id}")
+    page.click("a.cancel")
+    page.fill("input[name=token]", auth_headers["Authorization"].removeprefix("Bearer "))
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{server}/audits/{audit_id}")
+    assert "cancelled" in page.inner_text(".verdict-box")
+    page.screenshot(path=str(ARTIFACTS / "audit-cancelled.png"), full_page=True)
+    page.close()
+    assert httpx.get(f"{server}/api/v1/audits/{audit_id}").json()["status"] == "cancelled"
+    violations = [m for m in messages if "Content Security Policy" in m or "Refused to" in m]
+    assert not violations, violations
