@@ -216,3 +216,33 @@ def test_the_cancel_form_needs_the_token_and_has_no_script(app_with, new_token):
     done = client.post(f'/batches/{b.json()["id"]}/cancel', data={"token": plaintext})
     assert done.status_code == 303
     assert client.get(b.json()["url"]).json()["status"] == "cancelled"
+
+
+def test_a_batch_cancel_cancels_its_open_audits_which_belong_to_its_token(client, new_token):
+    from corpus.loader import load
+
+    token_id, owner, _ = new_token()
+    _, stranger, _ = new_token()
+    for names, via in ((["arK-arK", "arma-arma11"], "batch"), (["arK-arK"], "audit")):
+        b = client.post("/api/v1/batches", headers=owner,
+                        json={"source": "posteriordb", "posteriors": names})
+        assert b.status_code == 202, b.text
+        batch_id = uuid.UUID(b.json()["id"])
+        steps.fan_out_batch(client.app.state.sessions, batch_id, load, lambda a, s: None)
+        audits = client.get(b.json()["url"]).json()["audits"]
+        assert len(audits) == len(names) and {a["status"] for a in audits} == {"queued"}
+        first = f"/api/v1/audits/{audits[0]['id']}"
+        assert client.delete(first, headers=stranger).status_code == 403
+        if via == "batch":
+            assert client.delete(b.json()["url"], headers=owner).json()["status"] == "cancelled"
+            batch = client.get(b.json()["url"]).json()
+            assert batch["status"] == "cancelled"
+            assert batch["progress"]["cancelled"] == len(names)
+        else:  # its only audit cancelled: the batch closes, the cancelled audit not an error
+            assert client.delete(first, headers=owner).json()["status"] == "cancelled"
+            batch = client.get(b.json()["url"]).json()
+            assert batch["status"] == "done" and batch["summary"]["posteriors"]["error"] == 0
+        for a in batch["audits"]:
+            detail = client.get(f"/api/v1/audits/{a['id']}").json()
+            assert detail["status"] == "cancelled"
+            assert detail["reason"] == f"cancelled by token #{token_id}"
