@@ -18,12 +18,12 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "matrix"
 BETA = [f"beta[{i},{j}]" for i in (1, 2) for j in (1, 2, 3)]
 # every rule threshold moved off its default, and run lengths at which the defaults
 # could not call it agree (so that ignoring any override shows): k = 5 makes every D
-# wider than the default delta, and R wider than the default band; 2 x 200 LazyPPL
+# wider than the default delta, and R wider than the default band; 2 x 150 LazyPPL
 # draws cannot reach the default ESS gates of 400.
 SETTINGS = {
     "seed": 777,
     "pymc": {"chains": 2, "tune": 300, "draws": 400},
-    "lazyppl": {"chains": 2, "warmup": 2000, "draws": 200, "thin": 10},
+    "lazyppl": {"chains": 2, "warmup": 2000, "draws": 150, "thin": 10},
     "rule": {"k": 5.0, "delta": 1.5, "sd_ratio_band": [0.4, 2.5], "rhat_max": 1.05,
              "ess_bulk_min": 50, "ess_tail_min": 50, "max_divergences": 3},
     "budget": {"max_looks": 1},
@@ -58,7 +58,7 @@ def test_audit_json_agrees_with_matrix_names_settings_seeds_and_rule(tmp_path, c
         assert full["seeds"][side] == derive_seed(777, "full", side)
         assert full["fits"][side]["sampler"]["seed"] == derive_seed(777, "full", side)
         assert full["fits"][side]["chains"] == 2
-    assert (full["fits"]["pymc"]["draws"], full["fits"]["lazyppl"]["draws"]) == (400, 200)
+    assert (full["fits"]["pymc"]["draws"], full["fits"]["lazyppl"]["draws"]) == (400, 150)
     # catches: rule overrides (k, delta, band, gate thresholds) not reaching the comparison
     rule = compare.Rule(**RULE)
     for row in full["comparisons"]:
