@@ -7,4 +7,5 @@ bash scripts/setup.sh
 bash scripts/services.sh
 export PPL_AUDIT_CACHE="${PPL_AUDIT_CACHE:-$HOME/.cache/ppl-audit}"
 ( cd lazyppl && CABAL_CONFIG="$PWD/cabal.config-offline" cabal test --offline all )
-.venv/bin/pytest -q -p no:cacheprovider --timeout=1200 "$@"
+# -rs: every skipped test is listed with its reason at the end
+.venv/bin/pytest -q -rs -p no:cacheprovider --timeout=1200 "$@"

@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service import routes_audits, routes_batches, web
+from service import routes_audits, routes_batches, signin, web
 from service.config import Settings, get_settings
 from service.db import make_engine, make_session_factory
 from service.auth import ReadAccess
@@ -145,6 +145,8 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 401 and signin.is_page(request):  # a browser: offer the form
+            return signin.signin_page(request)
         return ProblemResponse({"message": str(exc.detail), "errors": []},
                                status_code=exc.status_code, headers=getattr(exc, "headers", None))
 
@@ -175,5 +177,6 @@ def create_app(settings: Settings | None = None, *, dispatcher: Dispatcher | Non
 
     app.include_router(routes_audits.router)
     app.include_router(routes_batches.router)
+    app.include_router(signin.router)
     app.include_router(web.router)
     return app

@@ -256,7 +256,18 @@ def build_parser(local_arguments: bool = True) -> argparse.ArgumentParser:
     return p
 
 
+def quiet_third_party_warnings() -> None:
+    """Silence the one third-party notice users saw on every first run of the day:
+    ArviZ's once-a-day FutureWarning about its 1.0 refactor, printed on import (matched
+    by its message and module, so any other ArviZ warning still shows)."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"\s*ArviZ is undergoing a major refactor",
+                            category=FutureWarning, module="arviz")
+
+
 def main(argv: list[str] | None = None) -> int:
+    quiet_third_party_warnings()
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
     args = build_parser(local_arguments=command in LOCAL_COMMANDS).parse_args(argv)

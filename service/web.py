@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from service import present
+from service import density, present
 from service.auth import ReadAccess, SessionDep
 from service.db import audits as audit_repo
 from service.db import batches as batch_repo
@@ -82,6 +82,9 @@ def audit_page(request: Request, audit_id: uuid.UUID, session: SessionDep):
         ev = scope["evidence"] or {}
         rows = ev.get("comparisons") or []
         scope["plots"] = [Markup(svg) for svg in scope_plots(rows, rule)] if rows else []
+        caps = request.app.state.settings.limits
+        scope["densities"] = [Markup(svg) for svg in density.scope_overlays(
+            session, audit, scope["scope"], ev, max_scalars=caps.scalars, max_mb=caps.output_mb)]
         ref = ev.get("reference") or {}
         scope["reference_plots"] = []
         for pair in ("pymc_vs_reference", "lazyppl_vs_reference"):

@@ -13,6 +13,8 @@
 * ``row_counts`` — a function returning {table: row count}; ``queue_length`` — a
   function returning how many tasks wait in this session's queue.
 * ``start_worker`` — starts a real ``ppl-audit worker`` subprocess (stopped at teardown).
+
+In CI (``CI=true``) a test skipped for want of GHC fails instead (tests/ci_gate.py).
 """
 from __future__ import annotations
 
@@ -25,6 +27,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from tests.ci_gate import pytest_runtest_makereport  # noqa: F401  (CI: no GHC is a failure)
 
 ROOT = Path(__file__).resolve().parents[1]
 PG = os.environ.get("PPL_AUDIT_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432")

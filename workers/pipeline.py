@@ -232,8 +232,8 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     evidence["next_draws"] = nxt
     evidence["projected_seconds"] = round(cost, 1)
     if cost > seconds_left:
-        return evidence, (f"deciding needs about {cost:.0f} s more of fitting, more than the "
-                          f"{seconds_left:.0f} s left of wall_seconds"), draws
+        return evidence, (f"budget spent: deciding needs about {cost:.0f} s more of fitting, "
+                          f"more than the {max(0.0, seconds_left):.0f} s left of wall_seconds"), draws
     return evidence, None, nxt
 
 
