@@ -8,4 +8,4 @@ bash scripts/services.sh
 export PPL_AUDIT_CACHE="${PPL_AUDIT_CACHE:-$HOME/.cache/ppl-audit}"
 ( cd lazyppl && CABAL_CONFIG="$PWD/cabal.config-offline" cabal test --offline all )
 # -rs: every skipped test is listed with its reason at the end
-.venv/bin/pytest -q -rs -p no:cacheprovider --timeout=1200 "$@"
+.venv/bin/pytest -q -rs --durations=25 -p no:cacheprovider --timeout=1200 "$@"
