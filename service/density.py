@@ -132,8 +132,9 @@ def scope_overlays(session, audit, scope: str, evidence: dict, *, max_scalars: i
     from service.db.draws import UnservableDraws, check_stored
 
     rows = list(evidence.get("comparisons") or [])
-    for block in (evidence.get("reference") or {}).values():
-        rows += list((block or {}).get("comparisons") or [])
+    reference = evidence.get("reference") or {}
+    for pair in ("pymc_vs_reference", "lazyppl_vs_reference"):
+        rows += list((reference.get(pair) or {}).get("comparisons") or [])
     seen, targets = set(), []
     for name, verdict in wanted(rows):
         if name not in seen:
