@@ -167,16 +167,28 @@ def test_database_refused_for_30_s_mid_audit_every_audit_completes_once(
 
 
 def test_fits_outlasting_the_task_time_limit_end_the_scope_with_a_reason(
-        client, auth_headers, start_worker, db_sessions):
+        service_settings, auth_headers, start_worker, db_sessions):
+    from fastapi.testclient import TestClient
+
+    from service.api import create_app
+
     worker = start_worker("time-limit", env={**FAST_RECONCILER,
                                              "PPL_AUDIT_CELERY__TASK_TIME_LIMIT": "90",
                                              "PPL_AUDIT_CELERY__VISIBILITY_TIMEOUT": "100"})
     endless = {**TINY, "lazyppl": {"chains": 2, "warmup": 10_000_000, "draws": 100_000,
                                    "thin": 10_000}}
-    r = client.post("/api/v1/audits", json=pair(scopes=("visible",), settings=endless,
-                                                 name="outlasts its time limit"), headers=auth_headers)
-    audit = wait_for(lambda: (lambda a: a if a["status"] in ("done", "failed") else None)(
-        client.get(r.json()["url"]).json()), 300, 1, "the audit to stop")
+    # an operator who allows fits this long (the default caps refuse them with a 422)
+    limits = service_settings.limits.model_copy(update={"lazyppl_steps": 10**13,
+                                                        "final_draws": 10**6})
+    app = create_app(service_settings.model_copy(update={"limits": limits}))
+    with TestClient(app) as client:
+        r = client.post("/api/v1/audits", json=pair(scopes=("visible",), settings=endless,
+                                                     name="outlasts its time limit"),
+                        headers=auth_headers)
+        assert r.status_code == 202, r.text
+        audit = wait_for(lambda: (lambda a: a if a["status"] in ("done", "failed") else None)(
+            client.get(r.json()["url"]).json()), 300, 1, "the audit to stop")
+    app.state.engine.dispose()
     assert audit["status"] == "done" and audit["verdict"] == "inconclusive", audit
     scope = audit["evidence"]["scopes"]["visible"]
     assert scope["reason"].startswith("budget spent") and scope["wall_seconds_cap"] == 51
