@@ -7,5 +7,5 @@ bash scripts/setup.sh
 bash scripts/services.sh
 export PPL_AUDIT_CACHE="${PPL_AUDIT_CACHE:-$HOME/.cache/ppl-audit}"
 ( cd lazyppl && CABAL_CONFIG="$PWD/cabal.config-offline" cabal test --offline all )
-# -rs: every skipped test is listed with its reason at the end
-.venv/bin/pytest -q -rs --durations=25 -p no:cacheprovider --timeout=1200 "$@"
+# -rfEs: every failure, error and skipped test is listed with its reason at the end
+.venv/bin/pytest -q -rfEs --durations=25 -p no:cacheprovider --timeout=1200 "$@"

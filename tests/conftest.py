@@ -101,10 +101,13 @@ def service_settings(service_env):
 
     env = {k.removeprefix("PPL_AUDIT_").lower(): v for k, v in service_env.items()
            if "__" not in k}
+    # One token serves the whole session, whose tests leave audits and batches open:
+    # per-token quotas are tested with apps of their own (test_cancel.py).
     return Settings(**env, celery={
         "queue": service_env["PPL_AUDIT_CELERY__QUEUE"],
         "task_time_limit": int(service_env["PPL_AUDIT_CELERY__TASK_TIME_LIMIT"]),
-        "visibility_timeout": int(service_env["PPL_AUDIT_CELERY__VISIBILITY_TIMEOUT"])})
+        "visibility_timeout": int(service_env["PPL_AUDIT_CELERY__VISIBILITY_TIMEOUT"])},
+        limits={"token_open_audits": 10_000, "token_open_batches": 10_000})
 
 
 @pytest.fixture(scope="session")
