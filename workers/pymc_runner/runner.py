@@ -245,19 +245,28 @@ def _run_child(job: dict, limits: sandbox.Limits, *, trusted_cache: bool = False
     try:
         (workdir / JOB_FILE).write_text(json.dumps(job))
         _copy_shared_cache(workdir)
-        done = sandbox.run([_venv_python(), "-m", "workers.pymc_runner.child"],
-                           limits=limits, view=child_view(workdir),
-                           env=child_environment(workdir), address_space_limit=True,
-                           max_stdout_bytes=_MAX_STDOUT, stderr_tail_bytes=_STDERR_TAIL)
-        process = {"wall_seconds": round(done.wall_seconds, 3),
-                   "cpu_seconds": round(done.cpu_seconds, 3),
-                   "max_rss_mb": round(done.max_rss_mb, 1), "sandbox": done.sandbox}
+        stopped: ResourceLimit | None = None
+        try:
+            done = sandbox.run([_venv_python(), "-m", "workers.pymc_runner.child"],
+                               limits=limits, view=child_view(workdir),
+                               env=child_environment(workdir), address_space_limit=True,
+                               max_stdout_bytes=_MAX_STDOUT, stderr_tail_bytes=_STDERR_TAIL)
+            process = {"wall_seconds": round(done.wall_seconds, 3),
+                       "cpu_seconds": round(done.cpu_seconds, 3),
+                       "max_rss_mb": round(done.max_rss_mb, 1), "sandbox": done.sandbox}
+        except ResourceLimit as exc:  # killed (wall clock, CPU, output): attempts on disk stand
+            exc.details.setdefault("language", LANGUAGE)
+            stopped = exc
+            process = {"wall_seconds": exc.details.get("seconds", limits.wall_seconds),
+                       "stopped": exc.details.get("limit"), "sandbox": sandbox.mode()}
         finished = {int(p.stem.split("-")[1]): json.loads(_read_output(p))
                     for p in workdir.glob("attempt-*.json")}
         attempts = [{"target_accept": finished[n]["target_accept"], "number": n,
                      "divergences": finished[n]["stats"]["divergences"],
                      "timings": finished[n]["timings"]} for n in sorted(finished)]
         try:
+            if stopped is not None:
+                raise stopped
             _raise_for_failure(done, workdir, limits)
             skipped = json.loads(_read_output(workdir / SUMMARY_FILE))["skipped"]
             attempts += [skipped] if skipped else []
