@@ -362,18 +362,22 @@ def run_scope(
                 ev["reason"] = f"{reason}; {stop}"
                 break
             pymc_draws, lazy_draws = nxt["pymc"], nxt["lazyppl"]
-    except ResourceLimit as err:
-        if err.details.get("limit") in ("timeout", "cpu"):
-            ev.update({"verdict": compare.INCONCLUSIVE, "error": err.to_dict(),
-                       "reason": f"budget spent: {err}"})
-        else:
-            ev.update({"verdict": compare.ERROR, "reason": str(err), "error": err.to_dict()})
     except AuditError as err:
-        ev.update({"verdict": compare.ERROR, "reason": str(err), "error": err.to_dict()})
+        ev.update(stopped_scope(err))
     ev["seconds"] = round(time.monotonic() - started, 3)
     outcome.evidence = jsonable(ev)
     progress("scope_done", scope=scope, verdict=ev["verdict"])
     return outcome
+
+
+def stopped_scope(err: AuditError) -> dict:
+    """Verdict, reason and error of a scope that a user-facing error stopped: the wall
+    clock or CPU running out leaves it ``inconclusive`` (budget spent, never a
+    disagreement); any other error (refused, compile, runtime, memory) is ``error``."""
+    if isinstance(err, ResourceLimit) and err.details.get("limit") in ("timeout", "cpu"):
+        return {"verdict": compare.INCONCLUSIVE, "error": err.to_dict(),
+                "reason": f"budget spent: {err}"}
+    return {"verdict": compare.ERROR, "reason": str(err), "error": err.to_dict()}
 
 
 def _scope_decision(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | None) -> tuple[str, str]:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from workers import compare, pipeline
-from workers.errors import AuditError, InvalidRequest, ResourceLimit
+from workers.errors import AuditError, InvalidRequest
 from workers.fit import Fit, base_name
 from workers.pipeline import (Progress, _extendable, _fit_pymc, _limits, _quiet,
                               comparison_evidence, data_hash, error_audit, finish_audit,
@@ -102,14 +102,8 @@ def run_reference_scope(request: ReferenceAuditRequest, progress: Progress = _qu
                 ev["reason"] = f"{main.reason}; budget spent: another look would pass wall_seconds"
                 break
             draws = math.ceil(draws * s.budget.growth)
-    except ResourceLimit as err:
-        if err.details.get("limit") in ("timeout", "cpu"):
-            ev.update({"verdict": compare.INCONCLUSIVE, "error": err.to_dict(),
-                       "reason": f"budget spent: {err}"})
-        else:
-            ev.update({"verdict": compare.ERROR, "reason": str(err), "error": err.to_dict()})
     except AuditError as err:
-        ev.update({"verdict": compare.ERROR, "reason": str(err), "error": err.to_dict()})
+        ev.update(pipeline.stopped_scope(err))
     ev["seconds"] = round(time.monotonic() - started, 3)
     progress("scope_done", scope=SCOPE, verdict=ev["verdict"])
     return jsonable(ev), fits
