@@ -20,7 +20,6 @@ import math
 import os
 import signal
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np

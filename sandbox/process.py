@@ -19,7 +19,6 @@ import resource
 import select
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -291,7 +290,3 @@ class _Pump:
                     raise
         os.close(self.pidfd)
 
-
-def python_argv(module: str) -> list[str]:
-    """argv that runs ``python -m module`` with this interpreter."""
-    return [sys.executable, "-m", module]
