@@ -67,15 +67,14 @@ def shared_compile_cache() -> Path:
     return cache_root() / "pymc" / "pytensor-shared"
 
 
-def child_environment(workdir: Path, *, compiledir: Path | None = None) -> dict[str, str]:
+def child_environment(workdir: Path) -> dict[str, str]:
     """The whole environment of the child: nothing of the parent's leaks in but BLAS
     tuning variables the machine's administrator set on purpose.
 
     Every cache the child writes (PyTensor, numba, JAX, matplotlib) is under
-    ``workdir``, except PyTensor's ``compiledir`` when given (the shared cache itself, in
-    trusted runs only).
+    ``workdir``; PyTensor's starts as a copy of the shared cache (``_copy_shared_cache``).
     """
-    compiledir = compiledir or workdir / "pytensor"
+    compiledir = workdir / "pytensor"
     env = {
         # gcc/g++ for PyTensor's C backend live in /usr/bin
         "PATH": "/usr/local/bin:/usr/bin:/bin",
