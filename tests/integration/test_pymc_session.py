@@ -1,0 +1,149 @@
+"""PyMC sessions (issue 11): one sandboxed child per audit imports PyMC once and compiles
+each (program, data) once; looks, retries and seeds only sample. Isolation between
+audits is the process boundary: a session serves one audit and is then closed."""
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import sandbox
+from workers.errors import ResourceLimit
+from workers.pipeline import AuditRequest, run_audit
+from workers.pymc_runner import PymcSession, fit_pymc
+from workers.pymc_runner.runner import child_environment, child_view, venv_python
+from workers.pymc_runner.session import Standby
+from workers.settings import AuditSettings
+
+pytestmark = pytest.mark.integration
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eight_schools"
+SOURCE = (FIX / "model.py").read_text()
+FULL = json.loads((FIX / "full.json").read_text())
+VISIBLE = json.loads((FIX / "visible.json").read_text())
+QUICK = dict(chains=2, tune=200, draws=200)
+
+
+def test_a_session_compiles_each_program_and_data_once_and_gives_todays_draws():
+    """Same program and data: the second fit (more draws, as a later look asks) and a
+    third (another seed) only sample; other data compiles once more. The draws for a
+    seed equal those of a one-fit session (what every fit was before sessions)."""
+    with PymcSession() as session:
+        first = session.fit(SOURCE, FULL, seed=3, **QUICK)
+        more = session.fit(SOURCE, FULL, seed=3, **{**QUICK, "draws": 400})
+        other_seed = session.fit(SOURCE, FULL, seed=4, **QUICK)
+        other_data = session.fit(SOURCE, VISIBLE, seed=3, **QUICK)
+    compiled = [f.stats["session"]["compiled"] for f in (first, more, other_seed, other_data)]
+    assert compiled == [True, False, False, True]
+    assert [f.stats["session"]["fit"] for f in (first, more, other_seed, other_data)] == [0, 1, 2, 3]
+    assert first.timings["import"] > 0 and more.timings["import"] == 0
+    assert more.timings["compile"] == 0 and more.timings["build"] == 0
+    assert first.stats["process"]["session"]["children"] == 1
+    alone = fit_pymc(SOURCE, FULL, seed=3, **QUICK)
+    for name in first.draws:
+        np.testing.assert_array_equal(first.draws[name], alone.draws[name])
+    assert not np.array_equal(first.draws["mu"], other_seed.draws["mu"])
+    assert more.n_draws == 400
+
+
+def test_an_audit_compiles_once_per_scope_data_and_its_looks_only_sample():
+    """Two scopes, and a rule that needs more PyMC draws (a bulk-ESS gate of 600 over
+    2 chains x 100 draws): the looks refit PyMC from the session's compiled model.
+    Counted in the evidence: one compile per scope (their data differ in shape: J = 6
+    and 8), several samplings."""
+    settings = AuditSettings.model_validate({
+        "seed": 2, "pymc": {"chains": 2, "tune": 300, "draws": 100},
+        "rule": {"ess_bulk_min": 600, "ess_tail_min": 10},
+        "budget": {"max_looks": 3, "wall_seconds": 300}})
+    request = AuditRequest(name="looks", pymc_source=SOURCE,
+                           lazyppl_source=(FIX / "Model.hs").read_text(),
+                           scopes={"visible": VISIBLE, "full": FULL},
+                           parameters=["mu", "tau"], settings=settings)
+    evidence, fits = run_audit(request)
+    work = evidence["timings"]["pymc"]
+    assert work["compiles"] == 2, evidence["timings"]
+    assert work["fits"] > work["compiles"], [e["looks"] for e in evidence["scopes"].values()]
+    for scope, ev in evidence["scopes"].items():
+        refits = [look["pymc_fit"] for look in ev["looks"] if "pymc_fit" in look]
+        assert refits[0]["compiled"] and not any(r["compiled"] for r in refits[1:])
+        assert all(r["compile"] == 0 for r in refits[1:])
+
+
+def test_a_fit_past_its_wall_clock_kills_the_child_and_the_next_fit_starts_another():
+    slow = ("import pymc as pm\n\n\ndef model(data):\n    while True:\n        pass\n")
+    with PymcSession() as session:
+        with pytest.raises(ResourceLimit) as err:
+            session.fit(slow, {}, wall_seconds=8, **QUICK)
+        assert err.value.details["limit"] == "timeout"
+        fit = session.fit(SOURCE, FULL, seed=1, **QUICK)
+    assert fit.stats["process"]["session"]["children"] == 2
+
+
+def test_a_session_child_cannot_write_its_inbox_or_see_another_sessions_files(tmp_path):
+    """The OS layer alone (verifier off): the child's inbox is read-only, and the
+    working directory of another audit's session is not in its view."""
+    own, other = tmp_path / "own", tmp_path / "other"
+    inbox = tmp_path / "inbox"
+    for d in (own, other, inbox):
+        d.mkdir()
+    inbox.chmod(0o755)
+    (inbox / "request-0.json").write_text("{}")
+    (other / "secret").write_text("another audit's data")
+    code = ("import os\n"
+            f"for path in [{str(inbox / 'request-1.json')!r}, {str(inbox / 'request-0.json')!r}]:\n"
+            "    try:\n        open(path, 'w').write('forged')\n        print('wrote', path)\n"
+            "    except OSError as e:\n        print('refused', e.errno)\n"
+            f"print('sees other', os.path.exists({str(other / 'secret')!r}))\n")
+    done = sandbox.run([venv_python(), "-c", code], limits=sandbox.Limits(wall_seconds=120),
+                       view=child_view(own, inbox=inbox), env=child_environment(own))
+    out = done.stdout.decode()
+    assert "wrote" not in out and out.count("refused") == 2, out
+    assert "sees other False" in out
+    assert (inbox / "request-0.json").read_text() == "{}"
+    assert not (inbox / "request-1.json").exists()
+
+
+def test_two_audits_never_share_a_session_child():
+    """A standby is handed out once: the next scope gets a new child (another PID
+    namespace, another working directory), and the taken one dies with its close."""
+    keeper = Standby()
+    limits = sandbox.Limits(wall_seconds=300)
+    keeper.refill(limits)
+    first = keeper.take(limits)
+    second = keeper.take(limits)
+    try:
+        assert first is not second
+        assert first._child.root != second._child.root
+        a = first.fit(SOURCE, FULL, seed=1, **QUICK)
+        b = second.fit(SOURCE, FULL, seed=1, **QUICK)
+        # each child compiled for itself: nothing of the first reached the second
+        assert a.stats["session"]["compiled"] and b.stats["session"]["compiled"]
+    finally:
+        root = first._child.root
+        first.close()
+        second.close()
+        keeper.close()
+    assert not root.exists()
+    assert not first.alive
+
+
+def test_a_standby_waiting_for_work_has_imported_pymc_and_warmed_numba():
+    """A standby that waited long enough answers its first fit without importing or
+    pre-warming on the way (both already done; recorded on that fit)."""
+    keeper = Standby()
+    keeper.refill(sandbox.Limits())
+    try:
+        time.sleep(25)  # import (~2-4 s) + pre-warm compile (~3-7 s) on a busy machine
+        with keeper.take(sandbox.Limits()) as session:
+            started = time.monotonic()
+            fit = session.fit(SOURCE, FULL, seed=1, **QUICK)
+            waited = time.monotonic() - started
+    finally:
+        keeper.close()
+    assert fit.timings["prewarm"] > 0
+    assert waited < fit.timings["import"] + fit.timings["prewarm"] + fit.timings["compile"] \
+        + fit.timings["sample"] + 5
+    assert os.environ.get("PPL_AUDIT_SANDBOX", "bwrap") != "bwrap" or \
+        fit.stats["process"]["sandbox"] == "bwrap"
