@@ -9,6 +9,9 @@ not the one-off library build. Warm: the same audit again in that cache.
 
 ``--sandbox-compare`` runs warm audits alternately with the OS sandbox (bubblewrap) and
 with ``PPL_AUDIT_SANDBOX=none`` in the same run and prints both medians and their ratio.
+``--versus-import`` (issue 11) runs, alternately in the same run, one bare ``python -c
+"import pymc"`` in the same venv and one warm audit, and prints both medians, their
+ratio and where the audit's PyMC time went (imports, compiles, samplings).
 The shared PyTensor cache (seeded by ``ppl-audit warm-cache``) is the machine's own in
 every mode; it is what a deployed worker has.
 """
@@ -53,9 +56,14 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2, help="warm runs")
     ap.add_argument("--sandbox-compare", action="store_true",
                     help="warm audits with and without the OS sandbox, alternately")
+    ap.add_argument("--versus-import", action="store_true",
+                    help="warm audits and bare `import pymc`, alternately")
     args = ap.parse_args()
     if args.sandbox_compare:
         sandbox_compare(args.repeat)
+        return
+    if args.versus_import:
+        versus_import(args.repeat)
         return
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp)
@@ -91,6 +99,35 @@ def sandbox_compare(repeat: int) -> None:
     med = {m: statistics.median(w) for m, w in walls.items()}
     print(f"median over {repeat}: bwrap {med['bwrap']:.2f} s, none {med['none']:.2f} s, "
           f"sandbox / none = {med['bwrap'] / med['none']:.3f}")
+    print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
+
+
+def bare_import() -> float:
+    t0 = time.monotonic()
+    subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", "import pymc"], check=True,
+                   capture_output=True)
+    return time.monotonic() - t0
+
+
+def versus_import(repeat: int) -> None:
+    import statistics
+
+    audit(CACHE)  # compiled LazyPPL binaries in place: every audit below runs warm
+    imports, audits = [], []
+    for _ in range(repeat):
+        imports.append(bare_import())
+        wall, ev = audit(CACHE)
+        assert ev["verdict"] == "agree", ev["reason"]
+        audits.append(wall)
+        work = ev["timings"]["pymc"]
+        first = [look["pymc_fit"] for sc in ev["scopes"].values() for look in sc["looks"]
+                 if "pymc_fit" in look]
+        print(f"import pymc {imports[-1]:5.2f} s | audit {wall:5.2f} s: PyMC import "
+              f"{sum(f.get('import') or 0 for f in first):.2f} s, {work['compiles']} compiles "
+              f"{work['compile_seconds']:.2f} s, {work['fits']} samplings "
+              f"{work['sample_seconds']:.2f} s", flush=True)
+    a, i = statistics.median(audits), statistics.median(imports)
+    print(f"median over {repeat}: audit {a:.2f} s, import pymc {i:.2f} s, ratio {a / i:.2f}")
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
 
 

@@ -197,7 +197,12 @@ MAX_DRAWS = {"pymc": 50_000, "lazyppl": 100_000}
 
 
 def _fit_seconds(fit: Fit) -> float:
+    """Seconds a refit of this fit's kind costs per this many draws: a PyMC refit in
+    the same session only samples (its program stays compiled); a LazyPPL fit reruns
+    its cached binary."""
     t = fit.timings
+    if "session" in fit.stats:
+        return float(t.get("sample") or 0.0) + 0.5
     return float(t.get("total") or t.get("process") or t.get("sample") or 0.0)
 
 
@@ -256,13 +261,16 @@ def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, se
                        wall_seconds=limits.wall_seconds)
 
 
-def session_limits(s: AuditSettings, scopes: int = 1) -> Limits:
-    """Limits of the PyMC session serving ``scopes`` scopes of an audit over its life:
-    each scope's fits get the CPU time they would get alone; each fit's wall clock is
-    enforced by the session itself (this one is a backstop)."""
+def session_limits(s: AuditSettings) -> Limits:
+    """Limits of each child of an audit's PyMC session over its life. A child serves one
+    scope's fits (or, when an audit has more scopes than children, several scopes' in
+    turn), so the CPU limit a fit had before sessions, 2 x wall_seconds + 30, now bounds
+    all the fits of the scope together (on two cores they cannot use more within the
+    scope's wall budget anyway). Each fit's wall clock is enforced by the session
+    itself; the child's own is a backstop."""
     wall = s.budget.wall_seconds
-    return Limits(cpu_seconds=scopes * (2 * wall + 30), memory_mb=s.budget.memory_mb,
-                  wall_seconds=scopes * wall + 60)
+    return Limits(cpu_seconds=2 * wall + 30, memory_mb=s.budget.memory_mb,
+                  wall_seconds=2 * wall + 60)
 
 
 class _OwnSession:
@@ -277,7 +285,9 @@ class _OwnSession:
             return self.given
         from workers.pymc_runner.session import PymcSession
 
-        self.own = PymcSession(session_limits(self.settings, self.scopes))
+        # one child per scope fitted at the same time: their compiles overlap
+        self.own = PymcSession(session_limits(self.settings),
+                               max_children=min(self.scopes, MAX_PARALLEL_SCOPES))
         return self.own
 
     def __exit__(self, *exc) -> None:

@@ -24,6 +24,7 @@ restarted for the next fit). CPU time and address space are rlimits of the child
 """
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -127,36 +128,59 @@ class _Child:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-class PymcSession:
-    """The PyMC side of one audit: fits served by one pre-imported sandboxed child.
+class _Slot:
+    """A child of the session, the (program, data) keys it has served, and the lock
+    that makes its fits take turns."""
 
-    ``limits`` bound the child over its whole life (CPU seconds, memory; its wall clock
-    is a backstop); each :meth:`fit` has its own wall-clock limit. Fits run one at a
-    time (scopes calling from several threads wait for each other; each fit's chains
-    use the cores). A fit stopped by its wall clock kills the child; the next fit starts
-    a new one. ``trusted_cache``: our own shipped programs only, whose compiled code may
-    join the shared compile cache on close.
+    def __init__(self, limits: sandbox.Limits) -> None:
+        self.child = _Child(limits)
+        self.lock = threading.Lock()
+        self.keys: set[str] = set()
+        self.busy = 0
+
+
+class PymcSession:
+    """The PyMC side of one audit: fits served by pre-imported sandboxed children.
+
+    ``limits`` bound each child over its whole life (CPU seconds, memory; its wall clock
+    is a backstop); each :meth:`fit` has its own wall-clock limit. A fit goes to the
+    child that already compiled its (program, data), else to a new child while fewer
+    than ``max_children`` exist (the scopes of one audit fit side by side, one child
+    each, as their compiles are single-threaded), else to the least busy child. Fits on
+    one child take turns (each fit's chains use the cores). A fit stopped by its wall
+    clock kills its child; the next fit there starts a new one. ``trusted_cache``: our
+    own shipped programs only, whose compiled code may join the shared compile cache on
+    close.
     """
 
     def __init__(self, limits: sandbox.Limits = sandbox.Limits(), *,
-                 trusted_cache: bool = False) -> None:
+                 trusted_cache: bool = False, max_children: int = 1) -> None:
         self.limits = limits
         self.trusted_cache = trusted_cache
+        self.max_children = max(1, int(max_children))
         self._lock = threading.Lock()
         self._closed = False
         self.children = 0
         self.fits = 0
-        self._child: _Child | None = None
-        self._start()
+        self._slots: list[_Slot] = []
+        self._add_slot()
 
-    def _start(self) -> None:
-        self._child = _Child(self.limits)
+    def _add_slot(self) -> _Slot:
+        slot = _Slot(self.limits)
+        self._slots.append(slot)
         self.children += 1
+        return slot
+
+    @property
+    def _child(self) -> _Child | None:
+        """The first child (a standby has exactly one)."""
+        return self._slots[0].child if self._slots else None
 
     @property
     def alive(self) -> bool:
-        """The child is running and the session open (a standby worth handing out)."""
-        return not self._closed and self._child is not None and self._child.running
+        """Open, and every child running (a standby worth handing out)."""
+        return not self._closed and bool(self._slots) and all(
+            slot.child.running for slot in self._slots)
 
     def __enter__(self) -> "PymcSession":
         return self
@@ -167,15 +191,34 @@ class PymcSession:
     def close(self) -> None:
         with self._lock:
             self._closed = True
-            child, self._child = self._child, None
-        if child is not None:
-            child.close(keep_cache=self.trusted_cache)
+            slots, self._slots = self._slots, []
+        for slot in slots:
+            slot.child.close(keep_cache=self.trusted_cache)
 
     def kill(self) -> None:
-        """Stop the child now (a cancelled audit); the session stays usable."""
-        child = self._child
-        if child is not None:
-            child.kill()
+        """Stop every child now; the session stays usable (fits restart them)."""
+        for slot in list(self._slots):
+            slot.child.kill()
+
+    def _slot_for(self, key: str) -> _Slot:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("this PyMC session is closed")
+            for slot in self._slots:
+                if key in slot.keys:
+                    break
+            else:
+                idle = [sl for sl in self._slots if not sl.keys and not sl.busy]
+                if idle:
+                    slot = idle[0]
+                elif len(self._slots) < self.max_children:
+                    slot = self._add_slot()
+                else:
+                    slot = min(self._slots, key=lambda sl: sl.busy)
+            slot.keys.add(key)
+            slot.busy += 1
+            self.fits += 1
+            return slot
 
     def fit(self, source: str, data: dict, *, chains: int = 4, tune: int = 1000,
             draws: int = 1000, target_accept: float = 0.8,
@@ -183,7 +226,7 @@ class PymcSession:
             mass_matrix: str = runner.DEFAULT_MASS_MATRIX,
             retry_target_accepts: tuple[float, ...] = runner.DEFAULT_RETRY_TARGET_ACCEPTS,
             profile: str = "strict", wall_seconds: float | None = None) -> Fit:
-        """Fit a verified PyMC program with NUTS in this session's child.
+        """Fit a verified PyMC program with NUTS in one of this session's children.
 
         If the fit has divergent transitions, it is repeated with each of
         ``retry_target_accepts`` (higher than ``target_accept``) in turn until one has
@@ -202,15 +245,21 @@ class PymcSession:
                "cores": int(cores or min(chains, runner.available_cores())),
                "mass_matrix": mass_matrix, "target_accepts": schedule,
                "wall_seconds": wall, "min_retry_share": runner.MIN_RETRY_BUDGET}
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("this PyMC session is closed")
-            if self._child is None or not self._child.running:
-                if self._child is not None:
-                    self._child.close()
-                self._start()
-            self.fits += 1
-            summary, arrays, attempts, process = self._serve(self._child, job, wall)
+        key = hashlib.sha256(json.dumps([source, profile, backend, data], sort_keys=True)
+                             .encode()).hexdigest()
+        slot = self._slot_for(key)
+        try:
+            with slot.lock:
+                if not slot.child.running:  # killed by a timeout or a cancel: start afresh
+                    slot.child.close()
+                    with self._lock:
+                        slot.child = _Child(self.limits)
+                        slot.keys = {key}
+                        self.children += 1
+                summary, arrays, attempts, process = self._serve(slot.child, job, wall)
+        finally:
+            with self._lock:
+                slot.busy -= 1
         process["session"] = {"children": self.children, "fits": self.fits}
         return runner.make_fit(summary, arrays, job, attempts, process)
 
