@@ -29,7 +29,7 @@ QUICK = dict(chains=2, tune=200, draws=200)
 def test_a_session_compiles_each_program_and_data_once_and_gives_todays_draws():
     """Same program and data: the second fit (more draws, as a later look asks) and a
     third (another seed) only sample; other data compiles once more. The draws for a
-    seed equal those of a one-fit session (what every fit was before sessions)."""
+    seed from the kept model equal those of a fresh child (every fit before sessions)."""
     with PymcSession() as session:
         first = session.fit(SOURCE, FULL, seed=3, **QUICK)
         more = session.fit(SOURCE, FULL, seed=3, **{**QUICK, "draws": 400})
@@ -41,9 +41,9 @@ def test_a_session_compiles_each_program_and_data_once_and_gives_todays_draws():
     assert first.timings["import"] > 0 and more.timings["import"] == 0
     assert more.timings["compile"] == 0 and more.timings["build"] == 0
     assert first.stats["process"]["session"]["children"] == 1
-    alone = fit_pymc(SOURCE, FULL, seed=3, **QUICK)
-    for name in first.draws:
-        np.testing.assert_array_equal(first.draws[name], alone.draws[name])
+    alone = fit_pymc(SOURCE, FULL, seed=4, **QUICK)  # a fresh child, as before sessions
+    for name in first.draws:  # the same draws from the kept compiled model
+        np.testing.assert_array_equal(other_seed.draws[name], alone.draws[name])
     assert not np.array_equal(first.draws["mu"], other_seed.draws["mu"])
     assert more.n_draws == 400
 
