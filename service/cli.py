@@ -270,8 +270,33 @@ def main(argv: list[str] | None = None) -> int:
     quiet_third_party_warnings()
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
-    args = build_parser(local_arguments=command in LOCAL_COMMANDS).parse_args(argv)
-    return int(args.func(args) or 0)
+    early = _early_pymc_session() if command == "audit" and "--help" not in argv else None
+    try:
+        args = build_parser(local_arguments=command in LOCAL_COMMANDS).parse_args(argv)
+        if early is not None:
+            args.pymc_standby = early
+        return int(args.func(args) or 0)
+    finally:
+        if early is not None:
+            early.close()
+
+
+def _early_pymc_session():
+    """`ppl-audit audit`: start the audit's PyMC session (a sandboxed child importing
+    PyMC, 2-4 s) before this process imports the local runner (ArviZ, SQLAlchemy: as
+    long again), for default budgets; other settings start their own session."""
+    try:
+        import sandbox
+        from workers.pymc_runner.session import Standby, limits_for
+        from workers.settings import AuditSettings
+
+        if sandbox.mode() == "bwrap":
+            sandbox.check_available()
+        standby = Standby()
+        standby.refill(limits_for(AuditSettings()))
+        return standby
+    except Exception:  # noqa: BLE001 - the audit then starts its session (and reports)
+        return None
 
 
 if __name__ == "__main__":

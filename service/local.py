@@ -153,9 +153,21 @@ def store_result(sessions, request: pipeline.AuditRequest, evidence: dict, fits:
         return audit.id
 
 
-def _run_with_progress(request: pipeline.AuditRequest, console: Console, prefix: str = ""):
-    with _Progress(console, prefix) as progress:
-        return pipeline.run_audit(request, progress=progress)
+def _run_with_progress(request: pipeline.AuditRequest, console: Console, prefix: str = "",
+                       standby=None):
+    """Run the audit; ``standby`` (the CLI's early-started PyMC session) serves its PyMC
+    side when its limits fit the audit's settings, and is closed with it."""
+    session = None
+    if standby is not None:
+        session = standby.take(pipeline.session_limits(request.settings),
+                               max_children=min(len(request.scopes),
+                                                pipeline.MAX_PARALLEL_SCOPES))
+    try:
+        with _Progress(console, prefix) as progress:
+            return pipeline.run_audit(request, progress=progress, pymc_session=session)
+    finally:
+        if session is not None:
+            session.close()
 
 
 def _audit_settings(args: argparse.Namespace) -> AuditSettings:
@@ -217,7 +229,8 @@ def audit_main(args: argparse.Namespace) -> int:
         else:
             print_audit(out, evidence)
         return 0
-    evidence, fits = _run_with_progress(request, err)
+    evidence, fits = _run_with_progress(request, err,
+                                        standby=getattr(args, "pymc_standby", None))
     if not args.no_save:
         evidence["id"] = str(store_result(_session_factory(), request, evidence, fits, source="cli"))
     if args.json:

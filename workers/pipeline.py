@@ -262,15 +262,10 @@ def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, se
 
 
 def session_limits(s: AuditSettings) -> Limits:
-    """Limits of each child of an audit's PyMC session over its life. A child serves one
-    scope's fits (or, when an audit has more scopes than children, several scopes' in
-    turn), so the CPU limit a fit had before sessions, 2 x wall_seconds + 30, now bounds
-    all the fits of the scope together (on two cores they cannot use more within the
-    scope's wall budget anyway). Each fit's wall clock is enforced by the session
-    itself; the child's own is a backstop."""
-    wall = s.budget.wall_seconds
-    return Limits(cpu_seconds=2 * wall + 30, memory_mb=s.budget.memory_mb,
-                  wall_seconds=2 * wall + 60)
+    """See :func:`workers.pymc_runner.session.limits_for`."""
+    from workers.pymc_runner.session import limits_for
+
+    return limits_for(s)
 
 
 class _OwnSession:

@@ -53,6 +53,19 @@ _CLOSE_TRUSTED_SECONDS = 120.0
 _POLL_SECONDS = 0.01
 
 
+def limits_for(settings) -> sandbox.Limits:
+    """Limits of each child of an audit's PyMC session over its life, from the audit's
+    settings (``budget.wall_seconds``, ``budget.memory_mb``). A child serves one scope's
+    fits (or, when an audit has more scopes than children, several scopes' in turn), so
+    the CPU limit a fit had before sessions, 2 x wall_seconds + 30, now bounds all the
+    fits of the scope together (on two cores they cannot use more within the scope's
+    wall budget anyway). Each fit's wall clock is enforced by the session itself; the
+    child's own is a backstop."""
+    wall = settings.budget.wall_seconds
+    return sandbox.Limits(cpu_seconds=2 * wall + 30, memory_mb=settings.budget.memory_mb,
+                          wall_seconds=2 * wall + 60)
+
+
 class _Child:
     """One sandboxed child process and its directories (a session restarts it after a
     kill)."""
@@ -354,14 +367,15 @@ class Standby:
         self._lock = threading.Lock()
         self._session: PymcSession | None = None
 
-    def take(self, limits: sandbox.Limits) -> PymcSession:
+    def take(self, limits: sandbox.Limits, max_children: int = 1) -> PymcSession:
         with self._lock:
             session, self._session = self._session, None
         if session is not None and session.alive and session.limits == limits:
+            session.max_children = max(1, int(max_children))
             return session
         if session is not None:
             session.close()
-        return PymcSession(limits)
+        return PymcSession(limits, max_children=max_children)
 
     def refill(self, limits: sandbox.Limits) -> None:
         """Start the next standby unless a live one with these limits is waiting."""
