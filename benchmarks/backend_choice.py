@@ -164,7 +164,8 @@ def run_phase(posterior: str, backend: str, mass: str, phase: str, workdir: Path
     from corpus.loader import load_data
     from workers.pymc_runner.runner import child_environment
 
-    meta = json.loads((ROOT / "corpus" / "translations" / posterior / "meta.json").read_text())
+    meta_path = ROOT / "corpus" / "translations" / posterior / "meta.json"
+    meta = json.loads(meta_path.read_text()) if meta_path.exists() else {}
     spec = {"source": (ROOT / "corpus" / "translations" / posterior / "model.py").read_text(),
             "data": load_data(posterior), "parameters": meta.get("parameters", []),
             "backend": backend, "mass_matrix": mass, "phase": phase}

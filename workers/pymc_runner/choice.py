@@ -32,6 +32,19 @@ def _static_size(variable) -> int | None:
         return None
 
 
+def _free_size(model, rv) -> int | None:
+    """Unconstrained dimensions of a free random variable: its value variable's size,
+    read from the (transformed) variable's shape when the value's shape is not static
+    (``dims`` from coords, shapes from ``pm.Data``)."""
+    value = model.rvs_to_values[rv]
+    shape = value.type.shape
+    if all(s is not None for s in shape):
+        return math.prod(shape)
+    transform = model.rvs_to_transforms.get(rv)
+    return _static_size(transform.forward(rv, *rv.owner.inputs) if transform is not None
+                        else rv)
+
+
 def _data_size(value) -> int | None:
     data = getattr(value, "data", None)  # TensorConstant
     if data is None and hasattr(value, "get_value"):  # shared variable
@@ -52,7 +65,7 @@ def model_size(model) -> dict:
     """
     from pytensor.graph.traversal import applys_between
 
-    free = [_static_size(model.rvs_to_values[rv]) for rv in model.free_RVs]
+    free = [_free_size(model, rv) for rv in model.free_RVs]
     observed = [_data_size(model.rvs_to_values[rv]) for rv in model.observed_RVs]
     logp = model.logp()
     nodes = sum(1 for _ in applys_between(model.value_vars, [logp]))
@@ -61,3 +74,73 @@ def model_size(model) -> dict:
         "observed_scalars": None if None in observed else int(sum(observed)),
         "logp_nodes": int(nodes),
     }
+
+
+# A model is "large" when one log-density gradient is expensive: many observed scalars
+# times many parameters (a regression's design matrix). Measured (benchmarks/
+# backend_choice.py): up to 8,800 (accel_gp: 66 x 133) NumPyro was within ~1.5 s of
+# the fastest end to end and never failed; at 130,000 (diamonds: 26 x 5,000) sampling
+# dominated and nutpie (numba) sampled 1.8x faster than nutpie's JAX backend and 2.5x
+# faster than NumPyro once compiled. The threshold lies between; nothing was measured
+# there.
+LARGE_WORK = 50_000  # observed_scalars x free_scalars
+
+#: Mass matrix per backend when the request leaves it to us: nutpie's low-rank
+#: modified matrix; a dense one for the others (the runner's ``"low_rank"`` default).
+DEFAULT_MASS = {"nutpie": "low_rank", "pymc": "dense", "numpyro": "dense",
+                "blackjax": "dense"}
+
+
+def is_large(size: dict) -> bool:
+    """True when ``observed_scalars x free_scalars`` reaches ``LARGE_WORK``; a model
+    whose size is unknown counts as small (NumPyro, which fitted every posterior
+    measured)."""
+    free, observed = size.get("free_scalars"), size.get("observed_scalars")
+    if free is None or observed is None:
+        return False
+    return free * observed >= LARGE_WORK
+
+
+def choose(size: dict, requested: str = AUTO, mass_matrix: str = AUTO, *,
+           cached: bool = False) -> dict:
+    """The NUTS backend and mass matrix for a model of this ``size`` (``model_size``).
+
+    ``requested`` other than ``"auto"`` is honoured as is (and so is ``mass_matrix``
+    other than ``"auto"``). For ``"auto"``, measured in a warm process (one that had
+    already fitted a tiny model):
+
+    - ``cached`` (the program's compiled code is in the shared compile cache: one of our
+      own programs that the trusted warm-up compiled): nutpie, whose numba compile then
+      takes 1.2-4 s and sampling is the fastest;
+    - a small model, compiled for the first time: NumPyro, whose PyTensor-to-JAX
+      translation takes 0.5-3 s (XLA compiles inside sampling) where nutpie's numba code
+      generation took 3.6-19 s, which dominated end to end;
+    - a large model (``is_large``): nutpie, the fastest sampler once compiled, which an
+      audit that samples several times from one compile pays for once.
+
+    The mass matrix is nutpie's low-rank one, or dense for the other backends.
+    Returns ``{"backend", "mass_matrix", "reason"}``.
+    """
+    if requested != AUTO:
+        backend = requested
+        reason = f"backend {requested!r} requested"
+    elif cached:
+        backend = "nutpie"
+        reason = ("program compiled before (shared cache): nutpie's cached compile and "
+                  "sampling were the fastest end to end")
+    elif is_large(size):
+        backend = "nutpie"
+        reason = (f"large model ({_describe(size)}): sampling dominates; nutpie (numba) "
+                  "samples fastest once compiled")
+    else:
+        backend = "numpyro"
+        reason = (f"small model ({_describe(size)}): compiling dominates; NumPyro was "
+                  "the fastest or within 1.5 s of it end to end in a warm process")
+    mass = DEFAULT_MASS.get(backend, "dense") if mass_matrix == AUTO else mass_matrix
+    return {"backend": backend, "mass_matrix": mass, "reason": reason}
+
+
+def _describe(size: dict) -> str:
+    free, observed = size.get("free_scalars"), size.get("observed_scalars")
+    work = free * observed if free is not None and observed is not None else None
+    return f"{free} free x {observed} observed scalars = {work}; large from {LARGE_WORK:,}"
