@@ -80,8 +80,8 @@ def model_size(model) -> dict:
 # times many parameters (a regression's design matrix). Measured (benchmarks/
 # backend_choice.py): up to 8,800 (accel_gp: 66 x 133) NumPyro was within ~1.5 s of
 # the fastest end to end and never failed; at 130,000 (diamonds: 26 x 5,000) sampling
-# dominated and nutpie (numba) sampled 1.8x faster than nutpie's JAX backend and 2.5x
-# faster than NumPyro once compiled. The threshold lies between; nothing was measured
+# dominated and nutpie (numba) sampled 1.8x faster than nutpie's JAX backend and 2.6x
+# faster than NumPyro (whose XLA compile recurs per sampling). The threshold lies between; nothing was measured
 # there.
 LARGE_WORK = 50_000  # observed_scalars x free_scalars
 
