@@ -78,11 +78,13 @@ def model_size(model) -> dict:
 
 # A model is "large" when one log-density gradient is expensive: many observed scalars
 # times many parameters (a regression's design matrix). Measured (benchmarks/
-# backend_choice.py): up to 8,800 (accel_gp: 66 x 133) NumPyro was within ~1.5 s of
-# the fastest end to end and never failed; at 130,000 (diamonds: 26 x 5,000) sampling
-# dominated and nutpie (numba) sampled 1.8x faster than nutpie's JAX backend and 2.6x
-# faster than NumPyro (whose XLA compile recurs per sampling). The threshold lies between; nothing was measured
-# there.
+# backend_choice.py): up to 5,000 (low_dim_gauss_mix: 5 x 1,000) NumPyro was the
+# fastest end to end or within 1.5 s of it and never failed; accel_gp (66 x 133 = 8,778)
+# was slow on every backend (latent GP geometry) and NumPyro had the best ESS/s among
+# the dense/low-rank fits; at 130,000 (diamonds: 26 x 5,000) sampling dominated and
+# nutpie (numba) sampled 1.8x faster than nutpie's JAX backend and 2.6x faster than
+# NumPyro (whose XLA compile recurs on every sampling). The threshold lies between
+# 8,778 and 130,000; nothing was measured there.
 LARGE_WORK = 50_000  # observed_scalars x free_scalars
 
 #: Mass matrix per backend when the request leaves it to us: nutpie's low-rank
