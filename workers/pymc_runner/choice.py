@@ -41,8 +41,11 @@ def _free_size(model, rv) -> int | None:
     if all(s is not None for s in shape):
         return math.prod(shape)
     transform = model.rvs_to_transforms.get(rv)
-    return _static_size(transform.forward(rv, *rv.owner.inputs) if transform is not None
-                        else rv)
+    try:
+        unconstrained = transform.forward(rv, *rv.owner.inputs) if transform else rv
+    except Exception:  # noqa: BLE001 - a transform we cannot apply: size unknown
+        return None
+    return _static_size(unconstrained)
 
 
 def _data_size(value) -> int | None:
@@ -60,19 +63,21 @@ def model_size(model) -> dict:
     ``free_scalars``: unconstrained dimensions NUTS moves in (elements of the value
     variables of the free random variables); ``observed_scalars``: elements of the
     observed data; ``logp_nodes``: apply nodes of the model's (unrewritten) joint
-    log-density graph, a proxy for the cost of one gradient. A size that cannot be known
-    without inputs counts as ``None``.
+    log-density graph, a proxy for the cost of one gradient (recorded, not used by
+    ``choose``). A size that cannot be known counts as ``None``.
     """
     from pytensor.graph.traversal import applys_between
 
     free = [_free_size(model, rv) for rv in model.free_RVs]
     observed = [_data_size(model.rvs_to_values[rv]) for rv in model.observed_RVs]
-    logp = model.logp()
-    nodes = sum(1 for _ in applys_between(model.value_vars, [logp]))
+    try:
+        nodes = sum(1 for _ in applys_between(model.value_vars, [model.logp()]))
+    except Exception:  # noqa: BLE001 - the sampler will report the real error
+        nodes = None
     return {
         "free_scalars": None if None in free else int(sum(free)),
         "observed_scalars": None if None in observed else int(sum(observed)),
-        "logp_nodes": int(nodes),
+        "logp_nodes": nodes,
     }
 
 
