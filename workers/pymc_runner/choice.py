@@ -1,0 +1,153 @@
+"""Which NUTS backend and mass matrix fit a PyMC model: the rule measured by
+``benchmarks/backend_choice.py`` (figures there and in docs/ARCHITECTURE.md, "NUTS
+backend choice").
+
+``model_size`` reads a built ``pm.Model`` (it runs in the sandboxed child, after the
+program built its model, and compiles nothing); ``choose`` is pure. The child records
+``choose(...)``'s result in the evidence (``sampler.backend_choice``).
+"""
+from __future__ import annotations
+
+import math
+
+#: What ``choose`` may return as the backend when ``requested == "auto"``.
+AUTO = "auto"
+
+
+def _static_size(variable) -> int | None:
+    """Number of elements of a tensor variable when its shape is known without running
+    anything (static type shape, or a shape graph that folds to constants)."""
+    shape = getattr(variable.type, "shape", None)
+    if shape is not None and all(s is not None for s in shape):
+        return math.prod(shape)
+    import pytensor
+    from pytensor.compile.mode import Mode
+
+    # The Python linker: no C or numba code is generated for a shape evaluation.
+    try:
+        fn = pytensor.function([], variable.shape, mode=Mode(linker="py", optimizer="fast_run"),
+                               on_unused_input="ignore", accept_inplace=True)
+        return math.prod(int(s) for s in fn())
+    except Exception:  # noqa: BLE001 - a shape that needs inputs: size unknown
+        return None
+
+
+def _free_size(model, rv) -> int | None:
+    """Unconstrained dimensions of a free random variable: its value variable's size,
+    read from the (transformed) variable's shape when the value's shape is not static
+    (``dims`` from coords, shapes from ``pm.Data``)."""
+    value = model.rvs_to_values[rv]
+    shape = value.type.shape
+    if all(s is not None for s in shape):
+        return math.prod(shape)
+    transform = model.rvs_to_transforms.get(rv)
+    try:
+        unconstrained = transform.forward(rv, *rv.owner.inputs) if transform else rv
+    except Exception:  # noqa: BLE001 - a transform we cannot apply: size unknown
+        return None
+    return _static_size(unconstrained)
+
+
+def _data_size(value) -> int | None:
+    data = getattr(value, "data", None)  # TensorConstant
+    if data is None and hasattr(value, "get_value"):  # shared variable
+        data = value.get_value(borrow=True)
+    if data is not None:
+        return int(getattr(data, "size", 1))
+    return _static_size(value)
+
+
+def model_size(model) -> dict:
+    """Size of a built model, in scalars and graph nodes.
+
+    ``free_scalars``: unconstrained dimensions NUTS moves in (elements of the value
+    variables of the free random variables); ``observed_scalars``: elements of the
+    observed data; ``logp_nodes``: apply nodes of the model's (unrewritten) joint
+    log-density graph, a proxy for the cost of one gradient (recorded, not used by
+    ``choose``). A size that cannot be known counts as ``None``.
+    """
+    from pytensor.graph.traversal import applys_between
+
+    free = [_free_size(model, rv) for rv in model.free_RVs]
+    observed = [_data_size(model.rvs_to_values[rv]) for rv in model.observed_RVs]
+    try:
+        nodes = sum(1 for _ in applys_between(model.value_vars, [model.logp()]))
+    except Exception:  # noqa: BLE001 - the sampler will report the real error
+        nodes = None
+    return {
+        "free_scalars": None if None in free else int(sum(free)),
+        "observed_scalars": None if None in observed else int(sum(observed)),
+        "logp_nodes": nodes,
+    }
+
+
+# A model is "large" when one log-density gradient is expensive: many observed scalars
+# times many parameters (a regression's design matrix). Measured (benchmarks/
+# backend_choice.py): up to 5,000 (low_dim_gauss_mix: 5 x 1,000) NumPyro was the
+# fastest end to end or within 1.5 s of it and never failed; accel_gp (66 x 133 = 8,778)
+# was slow on every backend (latent GP geometry) and NumPyro had the best ESS/s among
+# the dense/low-rank fits; at 130,000 (diamonds: 26 x 5,000) sampling dominated and
+# nutpie (numba) sampled 1.8x faster than nutpie's JAX backend and 2.6x faster than
+# NumPyro (whose XLA compile recurs on every sampling). The threshold lies between
+# 8,778 and 130,000; nothing was measured there.
+LARGE_WORK = 50_000  # observed_scalars x free_scalars
+
+#: Mass matrix per backend when the request leaves it to us: nutpie's low-rank
+#: modified matrix; a dense one for the others (the runner's ``"low_rank"`` default).
+DEFAULT_MASS = {"nutpie": "low_rank", "pymc": "dense", "numpyro": "dense",
+                "blackjax": "dense"}
+
+
+def is_large(size: dict) -> bool:
+    """True when ``observed_scalars x free_scalars`` reaches ``LARGE_WORK``; a model
+    whose size is unknown counts as small (NumPyro, which fitted every posterior
+    measured)."""
+    free, observed = size.get("free_scalars"), size.get("observed_scalars")
+    if free is None or observed is None:
+        return False
+    return free * observed >= LARGE_WORK
+
+
+def choose(size: dict, requested: str = AUTO, mass_matrix: str = AUTO, *,
+           cached: bool = False) -> dict:
+    """The NUTS backend and mass matrix for a model of this ``size`` (``model_size``).
+
+    ``requested`` other than ``"auto"`` is honoured as is (and so is ``mass_matrix``
+    other than ``"auto"``). For ``"auto"``, measured in a warm process (one that had
+    already fitted a tiny model):
+
+    - ``cached`` (the program's compiled code is in the shared compile cache: one of our
+      own programs that the trusted warm-up compiled): nutpie, whose numba compile then
+      takes 1.2-4 s and sampling is the fastest;
+    - a small model, compiled for the first time: NumPyro, whose PyTensor-to-JAX
+      translation takes 0.5-3 s (XLA compiles inside sampling) where nutpie's numba code
+      generation took 3.6-19 s, which dominated end to end;
+    - a large model (``is_large``): nutpie, the fastest sampler once compiled, which an
+      audit that samples several times from one compile pays for once.
+
+    The mass matrix is nutpie's low-rank one, or dense for the other backends.
+    Returns ``{"backend", "mass_matrix", "reason"}``.
+    """
+    if requested != AUTO:
+        backend = requested
+        reason = f"backend {requested!r} requested"
+    elif cached:
+        backend = "nutpie"
+        reason = ("program compiled before (shared cache): nutpie's cached compile and "
+                  "sampling were the fastest end to end")
+    elif is_large(size):
+        backend = "nutpie"
+        reason = (f"large model ({_describe(size)}): sampling dominates; nutpie (numba) "
+                  "samples fastest once compiled")
+    else:
+        backend = "numpyro"
+        reason = (f"small model ({_describe(size)}): compiling dominates; NumPyro was "
+                  "the fastest or within 1.5 s of it end to end in a warm process")
+    mass = DEFAULT_MASS.get(backend, "dense") if mass_matrix == AUTO else mass_matrix
+    return {"backend": backend, "mass_matrix": mass, "reason": reason}
+
+
+def _describe(size: dict) -> str:
+    free, observed = size.get("free_scalars"), size.get("observed_scalars")
+    work = free * observed if free is not None and observed is not None else None
+    return f"{free} free x {observed} observed scalars = {work}; large from {LARGE_WORK:,}"
