@@ -147,3 +147,16 @@ def test_a_standby_waiting_for_work_has_imported_pymc_and_warmed_numba():
         + fit.timings["sample"] + 5
     assert os.environ.get("PPL_AUDIT_SANDBOX", "bwrap") != "bwrap" or \
         fit.stats["process"]["sandbox"] == "bwrap"
+
+
+def test_backend_auto_applies_the_measured_rule_and_records_it():
+    """`pymc.backend: auto` (workers/pymc_runner/choice.py): eight schools is small
+    (10 free x 8 observed scalars), so NumPyro with a dense mass matrix; the choice, the
+    size it was made for and why are in the fit's sampler record."""
+    fit = fit_pymc(SOURCE, FULL, backend="auto", seed=1, retry_target_accepts=(), **QUICK)
+    choice = fit.sampler["backend_choice"]
+    assert choice["backend"] == "numpyro" and fit.sampler["backend"] == "numpyro"
+    assert choice["mass_matrix"] == "dense" == fit.sampler["mass_matrix"]
+    assert choice["size"]["free_scalars"] == 10 and choice["size"]["observed_scalars"] == 8
+    assert "small model" in choice["reason"]
+    assert abs(float(np.mean(fit.draws["mu"])) - 4.4) < 1.5

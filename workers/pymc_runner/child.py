@@ -252,7 +252,8 @@ class Session:
         self.prewarm_seconds = 0.0
         self.fits = 0
         self.compiles = 0
-        # (source, profile, backend, data) -> (model, sampler, reportable names)
+        # (source, profile, backend, data) -> (model, sampler, reportable names, the
+    # backend choice when the job asked for "auto")
         self.models: dict[str, tuple] = {}
 
 
@@ -292,14 +293,22 @@ def _model_for(job: dict, session: Session, timings: dict):
     t = time.perf_counter()
     model = build_model(job["source"], job["data"], job.get("profile", "strict"))
     timings["build"] = time.perf_counter() - t
+    choice = None
+    backend = job["backend"]
+    if backend == "auto":
+        from workers.pymc_runner.choice import choose, model_size
+
+        size = model_size(model)
+        choice = {**choose(size, "auto", "auto"), "size": size}
+        backend = choice["backend"]
     try:
-        run_one = backends.sampler(model, job["backend"])
+        run_one = backends.sampler(model, backend)
     except MemoryError as exc:
         raise _failure("sample", "out of memory while compiling", exc) from None
     except Exception as exc:
         raise _failure("sample", "compiling the model failed", exc) from None
     session.compiles += 1
-    session.models[key] = (model, run_one, backends.reportable_names(model))
+    session.models[key] = (model, run_one, backends.reportable_names(model), choice)
     return session.models[key], True
 
 
@@ -317,7 +326,10 @@ def run(job: dict, out, session: Session) -> None:
     first = number == 0
     timings = {"import": session.import_seconds if first else 0.0,
                "prewarm": session.prewarm_seconds if first else 0.0}
-    (model, run_one, names), compiled_now = _model_for(job, session, timings)
+    (model, run_one, names, choice), compiled_now = _model_for(job, session, timings)
+    if choice is not None:  # backend "auto": sample with what was chosen
+        job = {**job, "backend": choice["backend"], "mass_matrix": choice["mass_matrix"]}
+    _configure_backend(job)
     info = {"fit": number, "compiled": compiled_now, "compiles": session.compiles}
     accepts = [float(a) for a in job.get("target_accepts") or [job["target_accept"]]]
     wall = job.get("wall_seconds")
@@ -352,6 +364,7 @@ def run(job: dict, out, session: Session) -> None:
             "memory_mb": _memory_peaks(),
             "target_accept": accept,
             "initialisation": sampled.initialisation,
+            "backend_choice": choice,
         }
         # each attempt is on disk as soon as it is done: if a later retry is stopped by
         # the wall clock, the parent still has this one
@@ -385,7 +398,6 @@ def serve(inbox: Path, workdir: Path) -> int:
             def out(name: str, number=number) -> Path:
                 return workdir / output_file(number, name)
 
-            _configure_backend(job)
             try:
                 run(job, out, session)
             except ProgramFailure as failure:

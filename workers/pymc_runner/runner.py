@@ -160,10 +160,10 @@ def available_cores() -> int:
 
 
 def check_settings(chains, tune, draws, target_accept, backend, mass_matrix, cores):
-    if backend not in BACKENDS:
+    if backend not in BACKENDS and backend != "auto":
         raise InvalidRequest(f"unknown NUTS backend {backend!r} (choose from "
-                             f"{', '.join(BACKENDS)})")
-    if importlib.util.find_spec(backend) is None:
+                             f"{', '.join(BACKENDS)}, or auto)")
+    if backend != "auto" and importlib.util.find_spec(backend) is None:
         raise InvalidRequest(f"NUTS backend {backend!r} is not installed on this worker")
     if mass_matrix not in MASS_MATRICES:
         raise InvalidRequest(f"unknown mass matrix {mass_matrix!r} (choose from "
@@ -300,6 +300,9 @@ def make_fit(summary, arrays, job, attempts, process) -> Fit:
                "cores": job["cores"], "mass_matrix": job["mass_matrix"],
                "target_accept": summary["target_accept"], "profile": job["profile"],
                "initialisation": summary.get("initialisation", "default")}
+    if summary.get("backend_choice"):  # backend "auto": what was chosen, for which size, why
+        sampler["backend_choice"] = summary["backend_choice"]
+        sampler["mass_matrix"] = summary["backend_choice"]["mass_matrix"]
     return Fit(language=LANGUAGE, draws=draws, divergences=int(stats["divergences"]),
                sampler=sampler, stats=stats, timings=timings,
                versions=summary["versions"], reportable=list(summary["reportable"]))
