@@ -1,0 +1,352 @@
+"""Calibration study of whole audits (issue 14 item 4): error rates and power of the verdict.
+
+Runs WHOLE audits — ``workers.pipeline.run_audit`` with its looks and the default
+``AuditSettings``, only ``seed`` varied — many times per pair, and counts the pair verdicts:
+
+* **correct pairs** (both programs define the same posterior): the rate of ``disagree``
+  (a false disagreement; goal 0, reported with its one-sided 95 % Clopper–Pearson upper
+  bound) and of ``inconclusive`` (goal <= 5 %, with its bound);
+* **effect pairs** with a known true difference on one parameter, built on a conjugate
+  normal model whose posterior is analytic (:func:`conjugate_posterior`): the candidate
+  moves the posterior mean of ``mu`` by exactly d baseline SDs, or scales its SD by
+  exactly r, and leaves a second parameter ``nu`` identical. The rate of ``disagree`` is
+  the power; ``agree`` must not happen at |d| >= 0.5.
+
+One scope per pair (``full``: the whole data set), which halves the cost; SPEC §3's
+second scope guards against coincidental agreement, not against Monte Carlo error, so the
+per-scope rates measured here are what the rule and looks do. Corpus pairs are audited
+without posteriordb's reference draws (a REST user's pair has none).
+
+Cost: with :class:`workers.pymc_runner.session.PymcSession` available (``run_audit(...,
+pymc_session=...)``), ONE session — one sandboxed PyMC child that stays alive and compiles
+each program once — serves every seed of a pair. That is allowed here because every
+program of this study is our own trusted code; the service never shares a PyMC child
+between audits of untrusted programs. Without it every fit starts a fresh child.
+
+    .venv/bin/python benchmarks/calibration.py --seeds 40 --out reports/calibration.json --markdown
+    .venv/bin/python benchmarks/calibration.py --seeds 3 --pairs eight_schools_nc,effect_d05
+
+Not run in CI (tens of minutes); its pure parts are tested in
+tests/unit/test_calibration.py.
+"""
+from __future__ import annotations
+
+import argparse
+import inspect
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = Path(__file__).resolve().parent / "calibration_models"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+#: The baseline conjugate model (calibration_models/normal_model.py): mu ~ N(M0, S0),
+#: y_i ~ N(mu, SIGMA); nu ~ N(NU0, NU_S0), z_j ~ N(nu, NU_SIGMA).
+M0, S0, SIGMA = 1.0, 3.0, 2.0
+NU0, NU_S0, NU_SIGMA = 0.0, 5.0, 1.0
+BASE_SEED = 20261201
+
+
+# ---------------------------------------------------------------- pure parts (unit-tested)
+
+def clopper_pearson_upper(successes: int, trials: int, confidence: float = 0.95) -> float:
+    """One-sided upper Clopper–Pearson bound on a binomial rate: the largest p with
+    P(X <= successes | p) >= 1 − confidence. 1.0 when every trial succeeded."""
+    from scipy.stats import beta
+
+    if not 0 <= successes <= trials or trials <= 0:
+        raise ValueError(f"need 0 <= successes <= trials and trials > 0, got {successes}/{trials}")
+    if successes == trials:
+        return 1.0
+    return float(beta.ppf(confidence, successes + 1, trials - successes))
+
+
+def conjugate_posterior(y, prior_mean: float, prior_sd: float, sigma: float) -> tuple[float, float]:
+    """Posterior (mean, SD) of mu for y_i ~ N(mu, sigma) (sigma known), mu ~ N(prior_mean, prior_sd)."""
+    n = len(y)
+    precision = 1.0 / prior_sd**2 + n / sigma**2
+    mean = (prior_mean / prior_sd**2 + sum(y) / sigma**2) / precision
+    return mean, 1.0 / math.sqrt(precision)
+
+
+def effect_truth(y, shift: float, scale: float) -> dict:
+    """True d and r of the effect candidate against the baseline, on mu, analytically.
+
+    The candidate models y_i + shift with prior N(M0 + shift, S0·scale) and noise SIGMA·scale:
+    both precisions scale by 1/scale², so the posterior mean is the baseline's plus
+    ``shift`` and the SD is the baseline's times ``scale``. d is in baseline SDs."""
+    base_mean, base_sd = conjugate_posterior(y, M0, S0, SIGMA)
+    cand_mean, cand_sd = conjugate_posterior([v + shift for v in y], M0 + shift, S0 * scale, SIGMA * scale)
+    return {"d": (cand_mean - base_mean) / base_sd, "r": cand_sd / base_sd,
+            "baseline": {"mean": base_mean, "sd": base_sd}, "candidate": {"mean": cand_mean, "sd": cand_sd}}
+
+
+def shift_for(d: float, y) -> float:
+    """The data/prior shift that moves mu's posterior mean by d baseline SDs."""
+    return d * conjugate_posterior(y, M0, S0, SIGMA)[1]
+
+
+def pair_record(name: str, kind: str, true_d: float | None, true_r: float | None,
+                runs: list[dict]) -> dict:
+    """One row of the report from the pair's runs (each ``{"seed", "verdict", "seconds", ...}``).
+
+    Counts are of pair verdicts; ``error`` runs are counted apart (they are not audits
+    that reached a verdict). Correct pairs carry the one-sided 95 % Clopper–Pearson upper
+    bounds on the disagree and inconclusive rates."""
+    verdicts = [r["verdict"] for r in runs]
+    row = {"name": name, "kind": kind, "true_d": true_d, "true_r": true_r, "seeds": len(runs),
+           "agree": verdicts.count("agree"), "inconclusive": verdicts.count("inconclusive"),
+           "disagree": verdicts.count("disagree"), "error": verdicts.count("error"),
+           "seconds_median": round(statistics.median(r["seconds"] for r in runs), 2) if runs else None}
+    if kind == "correct" and runs:
+        row["disagree_rate_upper95"] = round(clopper_pearson_upper(row["disagree"], len(runs)), 4)
+        row["inconclusive_rate_upper95"] = round(clopper_pearson_upper(row["inconclusive"], len(runs)), 4)
+    looks = [r["looks"] for r in runs if r.get("looks") is not None]
+    if looks:
+        row["looks_median"] = statistics.median(looks)
+        row["looks_max"] = max(looks)
+    observed = [r["observed"] for r in runs if r.get("observed")]
+    if observed:
+        row["observed_d_median"] = round(statistics.median(o["d"] for o in observed), 3)
+        row["observed_r_median"] = round(statistics.median(o["r"] for o in observed), 3)
+    row["runs"] = runs
+    return row
+
+
+def report(rows: list[dict], commit: str, machine: dict, settings: dict) -> dict:
+    """The committed report: ``{"pairs": [...], "commit", "machine", "settings"}``."""
+    return {"pairs": rows, "commit": commit, "machine": machine, "settings": settings}
+
+
+def markdown(rep: dict) -> str:
+    """A markdown table of the report (one line per pair)."""
+    lines = ["| pair | kind | true d | true r | seeds | agree | inconcl. | disagree | "
+             "disagree ≤ (95 %) | inconcl. ≤ (95 %) | looks (median/max) | s (median) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+    def f(x, fmt="{:.2f}"):
+        return "–" if x is None else fmt.format(x)
+
+    for p in rep["pairs"]:
+        err = f" (+{p['error']} error)" if p.get("error") else ""
+        lines.append(
+            f"| {p['name']} | {p['kind']} | {f(p['true_d'])} | {f(p['true_r'])} | {p['seeds']}{err} | "
+            f"{p['agree']} | {p['inconclusive']} | {p['disagree']} | "
+            f"{f(p.get('disagree_rate_upper95'), '{:.1%}')} | {f(p.get('inconclusive_rate_upper95'), '{:.1%}')} | "
+            f"{f(p.get('looks_median'), '{:g}')}/{f(p.get('looks_max'), '{:g}')} | {f(p['seconds_median'], '{:.1f}')} |")
+    m = rep["machine"]
+    lines.append("")
+    lines.append(f"commit {rep['commit'][:10]}, {m['cores']} cores, load {m['load_start']:.2f} at start, "
+                 f"{m['load_end']:.2f} at end; PyMC session: {m.get('pymc_session')}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the pairs
+
+@dataclass(frozen=True)
+class Pair:
+    """One translation pair of the study, with one scope (``full``)."""
+
+    name: str
+    kind: str  # "correct" | "effect"
+    pymc_source: str
+    lazyppl_source: str
+    data: dict
+    parameters: list[str] | None = None
+    true_d: float | None = None
+    true_r: float | None = None
+    effect_parameter: str | None = None
+    notes: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+def _corpus(name: str, short: str) -> Pair:
+    from corpus.loader import load_data
+
+    folder = ROOT / "corpus" / "translations" / name
+    meta = json.loads((folder / "meta.json").read_text())
+    return Pair(short, "correct", (folder / "model.py").read_text(), (folder / "Model.hs").read_text(),
+                load_data(name), meta["parameters"], 0.0, 1.0, notes=f"corpus {name}, full data")
+
+
+def normal_data() -> dict:
+    return json.loads((MODELS / "normal_data.json").read_text())
+
+
+def effect_source(shift: float, scale: float) -> str:
+    return (MODELS / "NormalEffect.hs.tmpl").read_text().format(shift=float(shift), scale=float(scale))
+
+
+def _effect(short: str, d: float, r: float) -> Pair:
+    data = normal_data()
+    shift = shift_for(d, data["y"])
+    truth = effect_truth(data["y"], shift, r)
+    return Pair(short, "effect", (MODELS / "normal_model.py").read_text(), effect_source(shift, r), data,
+                ["mu", "nu"], truth["d"], truth["r"], "mu",
+                notes=f"conjugate normal; candidate shift {shift:.6g}, scale {r:g}; nu identical",
+                extra={"analytic": truth})
+
+
+def pairs() -> dict[str, Pair]:
+    """Every pair of the study by short name (built lazily: corpus data are read here)."""
+    hier_data = json.loads((ROOT / "lazyppl" / "examples" / "hier6c" / "data.json").read_text())
+    hier_pymc = (ROOT / "tests" / "fixtures" / "geometry" / "hier6_model.py").read_text()
+    builders = {
+        "eight_schools_nc": lambda: _corpus("eight_schools-eight_schools_noncentered", "eight_schools_nc"),
+        "hier6_centred": lambda: Pair("hier6_centred", "correct", hier_pymc,
+                                      (ROOT / "lazyppl/examples/hier6c/Model.hs").read_text(), hier_data,
+                                      None, 0.0, 1.0, notes="6 groups, LazyPPL centred, PyMC non-centred"),
+        "hier6_noncentred": lambda: Pair("hier6_noncentred", "correct", hier_pymc,
+                                         (ROOT / "lazyppl/examples/hier6n/Model.hs").read_text(), hier_data,
+                                         None, 0.0, 1.0, notes="6 groups, both non-centred"),
+        "gp_regr": lambda: _corpus("gp_pois_regr-gp_regr", "gp_regr"),
+        "logistic": lambda: Pair("logistic", "correct", (MODELS / "logistic_model.py").read_text(),
+                                 (MODELS / "Logistic.hs").read_text(),
+                                 json.loads((MODELS / "logistic_data.json").read_text()), None, 0.0, 1.0,
+                                 notes="logistic regression, N = 150, 2 predictors"),
+        "arK": lambda: _corpus("arK-arK", "arK"),
+        "effect_d03": lambda: _effect("effect_d03", 0.3, 1.0),
+        "effect_d05": lambda: _effect("effect_d05", -0.5, 1.0),
+        "effect_d10": lambda: _effect("effect_d10", 1.0, 1.0),
+        "effect_r14": lambda: _effect("effect_r14", 0.0, 1.4),
+        "effect_r07": lambda: _effect("effect_r07", 0.0, 0.7),
+    }
+    return builders
+
+
+# ---------------------------------------------------------------- running
+
+def _session_factory():
+    """A context manager making one PymcSession per pair, or None when main has none yet."""
+    from workers import pipeline
+
+    if "pymc_session" not in inspect.signature(pipeline.run_audit).parameters:
+        return None
+    from workers.pymc_runner.session import PymcSession
+
+    return PymcSession
+
+
+def run_one(pair: Pair, seed: int, session) -> dict:
+    """One whole audit of ``pair`` with default settings and ``seed``; a compact record."""
+    from workers.pipeline import AuditRequest, run_audit
+    from workers.settings import AuditSettings
+
+    request = AuditRequest(name=f"calibration-{pair.name}", pymc_source=pair.pymc_source,
+                           lazyppl_source=pair.lazyppl_source, scopes={"full": pair.data},
+                           parameters=pair.parameters, settings=AuditSettings(seed=seed))
+    t0 = time.monotonic()
+    kwargs = {"pymc_session": session} if session is not None else {}
+    evidence, _ = run_audit(request, **kwargs)
+    seconds = time.monotonic() - t0
+    scope = (evidence.get("scopes") or {}).get("full", {})
+    record = {"seed": seed, "verdict": evidence["verdict"], "seconds": round(seconds, 2),
+              "looks": len(scope.get("looks", [])) or None,
+              "reason": (evidence.get("reason") or "")[:300]}
+    fits = scope.get("fits") or {}
+    record["fit_seconds"] = {side: round(float((f.get("timings") or {}).get("total") or 0.0), 2)
+                             for side, f in fits.items()}
+    rows = scope.get("comparisons") or []
+    if rows:
+        record["max_abs_d"] = round(max(abs(r["d"]) for r in rows if r.get("d") is not None), 3)
+    if pair.effect_parameter:
+        row = next((r for r in rows if r["parameter"] == pair.effect_parameter), None)
+        if row is not None and row.get("d") is not None:
+            record["observed"] = {"d": round(row["d"], 4), "r": round(row["r"], 4),
+                                  "D": [round(x, 4) for x in row["D"]], "R": [round(x, 4) for x in row["R"]]}
+    return record
+
+
+def machine_info(load_start: float, session_used: bool) -> dict:
+    return {"cores": os.cpu_count(), "load_start": load_start, "load_end": os.getloadavg()[0],
+            "python": platform.python_version(), "platform": platform.platform(),
+            "pymc_session": session_used}
+
+
+def commit() -> str:
+    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def make_logistic_data(path: Path, seed: int = 14) -> None:
+    """Synthetic logistic-regression data (fixed seed): N = 150, two standard-normal predictors."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((150, 2))
+    p = 1 / (1 + np.exp(-(-0.5 + X @ np.array([1.0, -0.7]))))
+    y = (rng.uniform(size=150) < p).astype(int)
+    path.write_text(json.dumps({"N": 150, "K": 2, "X": np.round(X, 4).tolist(), "y": y.tolist()}))
+
+
+def make_normal_data(path: Path, seed: int = 15) -> None:
+    """Data of the conjugate effect pairs (fixed seed): 20 y's around 2.0 (SD 2), 10 z's around -1 (SD 1)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    y = np.round(2.0 + SIGMA * rng.standard_normal(20), 4)
+    z = np.round(-1.0 + NU_SIGMA * rng.standard_normal(10), 4)
+    path.write_text(json.dumps({"N": 20, "y": y.tolist(), "M": 10, "z": z.tolist()}))
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=40, help="audits (seeds) per pair")
+    ap.add_argument("--pairs", default="", help="comma-separated short names (default: all)")
+    ap.add_argument("--out", default="reports/calibration.json")
+    ap.add_argument("--markdown", action="store_true", help="print a markdown table at the end")
+    ap.add_argument("--no-session", action="store_true", help="fresh PyMC child per fit even if a session exists")
+    ap.add_argument("--make-data", action="store_true", help="(re)write the synthetic data files and exit")
+    args = ap.parse_args(argv)
+    if args.make_data:
+        make_logistic_data(MODELS / "logistic_data.json")
+        make_normal_data(MODELS / "normal_data.json")
+        return
+    builders = pairs()
+    names = [n for n in args.pairs.split(",") if n] or list(builders)
+    unknown = [n for n in names if n not in builders]
+    if unknown:
+        ap.error(f"unknown pairs {unknown}; known: {', '.join(builders)}")
+    factory = None if args.no_session else _session_factory()
+    load_start = os.getloadavg()[0]
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    from workers.settings import AuditSettings
+
+    settings = AuditSettings().model_dump(mode="json")
+    settings.pop("seed")
+    for name in names:
+        pair = builders[name]()
+        runs = []
+        with (factory() if factory is not None else nullcontext()) as session:
+            for i in range(args.seeds):
+                rec = run_one(pair, BASE_SEED + i, session)
+                runs.append(rec)
+                print(f"{name:18s} seed {rec['seed']} {rec['verdict']:12s} {rec['seconds']:6.1f} s "
+                      f"looks {rec['looks']} load {os.getloadavg()[0]:.2f}  {rec['reason'][:110]}",
+                      file=sys.stderr, flush=True)
+        row = pair_record(pair.name, pair.kind, pair.true_d, pair.true_r, runs)
+        row["notes"] = pair.notes
+        row.update(pair.extra)
+        rows.append(row)
+        rep = report(rows, commit(), machine_info(load_start, factory is not None), settings)
+        out.write_text(json.dumps(rep, indent=1) + "\n")  # after every pair: partial results survive
+    rep = report(rows, commit(), machine_info(load_start, factory is not None), settings)
+    out.write_text(json.dumps(rep, indent=1) + "\n")
+    if args.markdown:
+        print(markdown(rep))
+
+
+if __name__ == "__main__":
+    main()
