@@ -1,7 +1,7 @@
 """Calibration study of whole audits (issue 14 item 4): error rates and power of the verdict.
 
 Runs WHOLE audits — ``workers.pipeline.run_audit`` with its looks and the default
-``AuditSettings``, only ``seed`` varied — many times per pair, and counts the pair verdicts:
+``AuditSettings``, only ``seed`` varied (and the rule of issue 14 item 3 off, see below) — many times per pair, and counts the pair verdicts:
 
 * **correct pairs** (both programs define the same posterior): the rate of ``disagree``
   (a false disagreement; goal 0, reported with its one-sided 95 % Clopper–Pearson upper
@@ -11,6 +11,10 @@ Runs WHOLE audits — ``workers.pipeline.run_audit`` with its looks and the defa
   moves the posterior mean of ``mu`` by exactly d baseline SDs, or scales its SD by
   exactly r, and leaves a second parameter ``nu`` identical. The rate of ``disagree`` is
   the power; ``agree`` must not happen at |d| >= 0.5.
+
+The audits run with the gross-difference rule (issue 14 item 3, docs/RULE.md) switched
+off, i.e. exactly the SPEC §4 rule; its effect is derived exactly from the same looks
+(``with_gross_rule`` per pair), since it can only end an audit earlier with ``disagree``.
 
 One scope per pair (``full``: the whole data set), which halves the cost; SPEC §3's
 second scope guards against coincidental agreement, not against Monte Carlo error, so the
@@ -55,6 +59,10 @@ if str(ROOT) not in sys.path:
 M0, S0, SIGMA = 1.0, 3.0, 2.0
 NU0, NU_S0, NU_SIGMA = 0.0, 5.0, 1.0
 BASE_SEED = 20261201
+#: Pairs run only when named (--pairs): a correct pair whose LazyPPL side does not mix
+#: (gp_pois_regr, R-hat 1.5 at default settings) and a gross mutant that mixes poorly at
+#: first; both stress the gross-difference rule of issue 14 item 3.
+EXTRA_PAIRS = ("gp_pois_regr", "mutant_hier6_index")
 
 
 # ---------------------------------------------------------------- pure parts (unit-tested)
@@ -119,6 +127,15 @@ def pair_record(name: str, kind: str, true_d: float | None, true_r: float | None
     if observed:
         row["observed_d_median"] = round(statistics.median(o["d"] for o in observed), 3)
         row["observed_r_median"] = round(statistics.median(o["r"] for o in observed), 3)
+    gross = [r["gross"] for r in runs if r.get("gross") is not None]
+    if gross:
+        # issue 14 item 3, evaluated offline: the pair verdicts had the gross-difference
+        # rule been on (a run becomes disagree at the first look where it fires)
+        would = ["disagree" if (r.get("gross") or {}).get("fires_at") else r["verdict"] for r in runs]
+        row["with_gross_rule"] = {v: would.count(v) for v in ("agree", "inconclusive", "disagree")}
+        row["gross_checked_runs"] = sum(1 for g in gross if g["checked_looks"])
+        margins = [g["max_margin"] for g in gross if g.get("max_margin") is not None]
+        row["gross_max_margin"] = max(margins) if margins else None
     row["runs"] = runs
     return row
 
@@ -215,6 +232,13 @@ def pairs() -> dict[str, Pair]:
                                  json.loads((MODELS / "logistic_data.json").read_text()), None, 0.0, 1.0,
                                  notes="logistic regression, N = 150, 2 predictors"),
         "arK": lambda: _corpus("arK-arK", "arK"),
+        "gp_pois_regr": lambda: _corpus("gp_pois_regr-gp_pois_regr", "gp_pois_regr"),
+        "mutant_hier6_index": lambda: Pair(
+            "mutant_hier6_index", "effect", hier_pymc,
+            (ROOT / "lazyppl/examples/hier6c/Model.hs").read_text().replace(
+                "theta !! (g - 1)", "theta !! (g `mod` int \"J\" d)"), hier_data, None, None, None,
+            notes="hier6 centred with the group index off by one (group g uses theta[g+1]); "
+                  "a gross difference on theta, not analytic; for item 3"),
         "effect_d03": lambda: _effect("effect_d03", 0.3, 1.0),
         "effect_d05": lambda: _effect("effect_d05", -0.5, 1.0),
         "effect_d10": lambda: _effect("effect_d10", 1.0, 1.0),
@@ -237,25 +261,33 @@ def _session_factory():
     return PymcSession
 
 
+def audit_settings(seed: int):
+    """The default settings with ``seed``, and the gross-difference rule off: the audits
+    then run exactly main's SPEC §4 rule, and what that rule would have changed is derived
+    exactly from the same looks (:func:`gross_evaluation`; it can only end an audit
+    earlier, with ``disagree``), so one run measures the rule with and without it."""
+    from workers.settings import AuditSettings
+
+    return AuditSettings.model_validate({"seed": seed, "rule": {"gross_difference": False}})
+
+
 def run_one(pair: Pair, seed: int, session) -> dict:
     """One whole audit of ``pair`` with default settings and ``seed``; a compact record."""
     from workers.pipeline import AuditRequest, run_audit
-    from workers.settings import AuditSettings
 
     request = AuditRequest(name=f"calibration-{pair.name}", pymc_source=pair.pymc_source,
                            lazyppl_source=pair.lazyppl_source, scopes={"full": pair.data},
-                           parameters=pair.parameters, settings=AuditSettings(seed=seed))
+                           parameters=pair.parameters, settings=audit_settings(seed))
     t0 = time.monotonic()
     kwargs = {"pymc_session": session} if session is not None else {}
-    evidence, _ = run_audit(request, **kwargs)
+    evidence, fits = run_audit(request, **kwargs)
     seconds = time.monotonic() - t0
     scope = (evidence.get("scopes") or {}).get("full", {})
     record = {"seed": seed, "verdict": evidence["verdict"], "seconds": round(seconds, 2),
               "looks": len(scope.get("looks", [])) or None,
               "reason": (evidence.get("reason") or "")[:300]}
-    fits = scope.get("fits") or {}
     record["fit_seconds"] = {side: round(float((f.get("timings") or {}).get("total") or 0.0), 2)
-                             for side, f in fits.items()}
+                             for side, f in (scope.get("fits") or {}).items()}
     rows = scope.get("comparisons") or []
     if rows:
         record["max_abs_d"] = round(max(abs(r["d"]) for r in rows if r.get("d") is not None), 3)
@@ -264,7 +296,50 @@ def run_one(pair: Pair, seed: int, session) -> dict:
         if row is not None and row.get("d") is not None:
             record["observed"] = {"d": round(row["d"], 4), "r": round(row["r"], 4),
                                   "D": [round(x, 4) for x in row["D"]], "R": [round(x, 4) for x in row["R"]]}
+    if scope.get("compared"):
+        record["gross"] = gross_evaluation(fits, scope["compared"], request.settings)
     return record
+
+
+def gross_evaluation(fits: dict, names: list[str], settings) -> dict:
+    """Issue 14 item 3, evaluated offline on this audit's own looks: at each look where
+    exactly one fit failed its gates (R-hat/ESS only), the chain-by-chain gross-difference
+    checks (``workers.compare.gross_checks``). ``fires_at`` is the first look at which the
+    rule would have said ``disagree`` (the audit would have ended there), ``reason`` why;
+    ``max_margin``/``max_width`` are the largest margin and width seen over checked looks
+    and parameters among chains with a useful ESS (how close a correct pair came to a
+    false alarm), ``*_any_ess`` the same without the chain-ESS floor."""
+    from workers import compare
+
+    rule = compare.Rule.from_settings(settings.rule)
+    out = {"checked_looks": 0, "fires_at": None, "reason": None, "max_margin": None, "max_width": None,
+           "max_margin_any_ess": None, "max_width_any_ess": None}
+
+    def bump(key: str, value: float) -> None:
+        if math.isfinite(value) and (out[key] is None or value > out[key]):
+            out[key] = round(value, 3)
+
+    looks = sorted({look for (_, lang, look) in fits if lang == "lazyppl"})
+    for look in looks:
+        lazy, pymc = fits[("full", "lazyppl", look)], fits[("full", "pymc", look)]
+        cand = {n: compare.summarize(lazy.draws[n]) for n in names}
+        base = {n: compare.summarize(pymc.draws[n]) for n in names}
+        gates = (tuple(compare.gate_failures(cand, 0, rule)),
+                 tuple(compare.gate_failures(base, pymc.divergences, rule)))
+        checks = compare.gross_checks(lazy.draws, pymc.draws, (cand, base), gates, names, rule)
+        if not checks:
+            continue
+        out["checked_looks"] += 1
+        for c in checks:
+            bump("max_margin_any_ess", c.margin)
+            bump("max_width_any_ess", c.width_low)
+            if math.isfinite(c.min_chain_ess) and c.min_chain_ess >= compare.GROSS_MIN_CHAIN_ESS:
+                bump("max_margin", c.margin)
+                bump("max_width", c.width_low)
+        reasons = [r for r in (c.fires(rule) for c in checks) if r]
+        if reasons and out["fires_at"] is None:
+            out["fires_at"], out["reason"] = look, "; ".join(reasons)[:300]
+    return out
 
 
 def machine_info(load_start: float, session_used: bool) -> dict:
@@ -313,7 +388,7 @@ def main(argv: list[str] | None = None) -> None:
         make_normal_data(MODELS / "normal_data.json")
         return
     builders = pairs()
-    names = [n for n in args.pairs.split(",") if n] or list(builders)
+    names = [n for n in args.pairs.split(",") if n] or [n for n in builders if n not in EXTRA_PAIRS]
     unknown = [n for n in names if n not in builders]
     if unknown:
         ap.error(f"unknown pairs {unknown}; known: {', '.join(builders)}")
@@ -322,9 +397,7 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
-    from workers.settings import AuditSettings
-
-    settings = AuditSettings().model_dump(mode="json")
+    settings = audit_settings(0).model_dump(mode="json")
     settings.pop("seed")
     for name in names:
         pair = builders[name]()
