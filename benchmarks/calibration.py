@@ -349,8 +349,10 @@ def machine_info(load_start: float, session_used: bool) -> dict:
 
 
 def commit() -> str:
-    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    """The commit measured: git's HEAD, or ``CALIBRATION_COMMIT`` when run from an exported
+    snapshot (``git archive``), which lets the work tree change during a long run."""
+    done = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else os.environ.get("CALIBRATION_COMMIT", "unknown")
 
 
 def make_logistic_data(path: Path, seed: int = 14) -> None:
