@@ -285,7 +285,7 @@ def run_one(pair: Pair, seed: int, session) -> dict:
     scope = (evidence.get("scopes") or {}).get("full", {})
     record = {"seed": seed, "verdict": evidence["verdict"], "seconds": round(seconds, 2),
               "looks": len(scope.get("looks", [])) or None,
-              "reason": (evidence.get("reason") or "")[:300]}
+              "reason": (evidence.get("reason") or "")[:300], "load": round(os.getloadavg()[0], 2)}
     record["fit_seconds"] = {side: round(float((f.get("timings") or {}).get("total") or 0.0), 2)
                              for side, f in (scope.get("fits") or {}).items()}
     rows = scope.get("comparisons") or []
