@@ -13,7 +13,7 @@ docs/SECURITY.md.
 from __future__ import annotations
 
 from sandbox.isolation import View, check_available, mode
-from sandbox.process import Completed, Limits, network_isolation_available, run
+from sandbox.process import Completed, Control, Limits, network_isolation_available, run
 
-__all__ = ["Completed", "Limits", "View", "check_available", "mode",
+__all__ = ["Completed", "Control", "Limits", "View", "check_available", "mode",
            "network_isolation_available", "run"]

@@ -19,6 +19,7 @@ import resource
 import select
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +76,33 @@ class Completed:
     stdin_unread: bool = False
 
 
+class Control:
+    """Lets another thread end a run early (a persistent child whose caller gave up on
+    it). :meth:`kill` is a no-op before the run starts and after it has been reaped, so a
+    recycled process ID is never signalled."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid: int | None = None
+        self.killed = False
+
+    def _started(self, pid: int) -> None:
+        with self._lock:
+            self._pid = pid
+            if self.killed:
+                _kill_group(pid)
+
+    def _reaped(self) -> None:
+        with self._lock:
+            self._pid = None
+
+    def kill(self) -> None:
+        with self._lock:
+            self.killed = True
+            if self._pid is not None:
+                _kill_group(self._pid)
+
+
 def _unshare_network() -> bool:
     libc = ctypes.CDLL(None, use_errno=True)
     return libc.unshare(_CLONE_NEWNET) == 0
@@ -124,6 +152,7 @@ def run(
     stderr_tail_bytes: int = 256 * 1024,
     address_space_limit: bool = True,
     isolate_network: bool = True,
+    control: Control | None = None,
 ) -> Completed:
     """Run ``argv`` in the sandbox: inside ``view``, under ``limits``, with exactly ``env``.
 
@@ -131,7 +160,8 @@ def run(
     ResourceLimit with ``limit`` = ``timeout`` (wall clock), ``cpu`` (RLIMIT_CPU) or
     ``output`` (stdout beyond ``max_stdout_bytes``), the run killed and reaped in each
     case. Any other exit status is returned. ``isolate_network`` matters only in
-    ``none`` mode (bubblewrap always isolates the network).
+    ``none`` mode (bubblewrap always isolates the network). ``control`` lets another
+    thread kill the run (it then ends like any killed process: exit -SIGKILL returned).
     """
     sandbox_mode = isolation.mode()
     env = dict(env or {})
@@ -155,12 +185,16 @@ def run(
                                 start_new_session=True, close_fds=True, preexec_fn=preexec)
     except subprocess.SubprocessError as err:  # the preexec staging failed
         raise SandboxUnavailable(f"the OS sandbox cannot start: {err}") from None
+    if control is not None:
+        control._started(proc.pid)
     pump = _Pump(proc, stdin, max_stdout_bytes, stderr_tail_bytes)
     try:
         stop = pump.run(deadline=started + limits.wall_seconds)
     finally:
         _kill_run(proc)
         _, status, usage = os.wait4(proc.pid, 0)
+        if control is not None:
+            control._reaped()
         pump.close()
     wall = time.monotonic() - started
     cpu = usage.ru_utime + usage.ru_stime
@@ -189,8 +223,12 @@ def run(
 
 def _kill_run(proc: subprocess.Popen) -> None:
     """Kill the run: bwrap's group (its PID namespace dies with it) or the program's."""
+    _kill_group(proc.pid)
+
+
+def _kill_group(pid: int) -> None:
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
 

@@ -103,6 +103,9 @@ class CelerySettings(BaseModel):
     )
     max_retries: int = Field(5, ge=0, description="retries of infrastructure errors")
     queue: str = "ppl-audit"
+    pymc_standby: bool = Field(
+        True, description="keep one pre-started PyMC session (PyMC imported, numba warmed, "
+        "no program) per pool process for the next scope; ~550 MB resident each")
 
     @property
     def soft_time_limit(self) -> int:

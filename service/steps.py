@@ -118,29 +118,42 @@ def claim_scope(sessions: Sessions, audit_id: uuid.UUID, scope: str,
 
 
 def fit_scope(job: ScopeJob, progress: pipeline.Progress,
-              wall_seconds: float | None = None) -> pipeline.ScopeOutcome:
+              wall_seconds: float | None = None, pymc_sessions=None) -> pipeline.ScopeOutcome:
     """Run the pipeline on one scope (long; no transaction open). ``wall_seconds`` caps
     the audit's ``budget.wall_seconds`` (the task's time limit): the sandbox kills fits
-    that pass it and the scope ends ``inconclusive``, budget spent."""
+    that pass it and the scope ends ``inconclusive``, budget spent. ``pymc_sessions``
+    (limits -> PymcSession, e.g. ``Standby.take``) gives the scope's PyMC session, which
+    is closed with the scope; without it the pipeline starts its own."""
     from service.submission import is_reference_audit
 
-    if is_reference_audit(job.lazyppl_source, job.posterior):
-        return _fit_reference_scope(job, progress)
-    reference = None
-    if job.posterior and job.scope == "full":
-        from corpus.loader import load_reference
+    settings = scope_settings(job.settings, wall_seconds)
+    session = pymc_sessions(pipeline.session_limits(settings)) if pymc_sessions else None
+    try:
+        if is_reference_audit(job.lazyppl_source, job.posterior):
+            return _fit_reference_scope(job, progress, session)
+        reference = None
+        if job.posterior and job.scope == "full":
+            from corpus.loader import load_reference
 
-        reference = load_reference(job.posterior)
-    settings = job.settings
-    capped = wall_seconds is not None and wall_seconds < settings.budget.wall_seconds
-    if capped:
-        settings = settings.model_copy(update={"budget": settings.budget.model_copy(
-            update={"wall_seconds": wall_seconds})})
-    outcome = pipeline.run_scope(job.pymc_source, job.lazyppl_source, job.scope, job.data,
-                                 job.parameters, settings, reference, progress)
-    if capped:  # provenance: the task's limit, not the audit's budget, bounded this scope
+            reference = load_reference(job.posterior)
+        outcome = pipeline.run_scope(job.pymc_source, job.lazyppl_source, job.scope,
+                                     job.data, job.parameters, settings, reference, progress,
+                                     pymc_session=session)
+    finally:
+        if session is not None:
+            session.close()
+    if settings is not job.settings:  # provenance: the task's limit bounded this scope
         outcome.evidence["wall_seconds_cap"] = wall_seconds
     return outcome
+
+
+def scope_settings(settings, wall_seconds: float | None):
+    """The audit's settings with ``budget.wall_seconds`` capped at the task's limit
+    (the same object when the cap does not bind)."""
+    if wall_seconds is None or wall_seconds >= settings.budget.wall_seconds:
+        return settings
+    return settings.model_copy(update={"budget": settings.budget.model_copy(
+        update={"wall_seconds": wall_seconds})})
 
 
 class Cancelled(Exception):
@@ -212,7 +225,8 @@ def release_scope(sessions: Sessions, audit_id: uuid.UUID, scope: str, owner: st
         work_repo.release_scope_lease(s, audit_id, scope, owner)
 
 
-def _fit_reference_scope(job: ScopeJob, progress: pipeline.Progress) -> pipeline.ScopeOutcome:
+def _fit_reference_scope(job: ScopeJob, progress: pipeline.Progress,
+                         session=None) -> pipeline.ScopeOutcome:
     """A reference audit's only scope: the PyMC program against posteriordb's draws."""
     from corpus.loader import load_reference
     from workers.reference_audit import ReferenceAuditRequest, run_reference_scope
@@ -221,7 +235,7 @@ def _fit_reference_scope(job: ScopeJob, progress: pipeline.Progress) -> pipeline
                                     posterior=job.posterior,
                                     reference=load_reference(job.posterior), data=job.data,
                                     parameters=job.parameters, settings=job.settings)
-    evidence, fits = run_reference_scope(request, progress)
+    evidence, fits = run_reference_scope(request, progress, pymc_session=session)
     return pipeline.ScopeOutcome(evidence, {("pymc", look): f for look, f in fits.items()})
 
 

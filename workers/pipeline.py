@@ -153,6 +153,15 @@ def fit_meta(fit: Fit) -> dict:
     }
 
 
+def pymc_fit_record(fit: Fit) -> dict:
+    """What one PyMC fit of a look cost: whether its session compiled the program for it
+    (first fit of this program on this data) and the seconds of each phase."""
+    session = fit.stats.get("session") or {}
+    t = fit.timings
+    return {"compiled": bool(session.get("compiled")), "session_fit": session.get("fit"),
+            **{k: t.get(k) for k in ("import", "build", "compile", "sample", "process")}}
+
+
 def comparison_rows(result: compare.ScopeComparison, labels: tuple[str, str]) -> list[dict]:
     """Per-parameter evidence rows: d, D, r, R, verdict, hints and both summaries."""
     cand, base = labels
@@ -240,14 +249,43 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     return evidence, None, nxt
 
 
-def _fit_pymc(source: str, data: dict, s: AuditSettings, draws: int, seed: int, limits: Limits) -> Fit:
-    from workers.pymc_runner import fit_pymc
-
+def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, seed: int,
+              limits: Limits) -> Fit:
     p = s.pymc
-    return fit_pymc(source, data, chains=p.chains, tune=p.tune, draws=draws,
-                    target_accept=p.target_accept, backend=p.backend, seed=seed,
-                    limits=limits, retry_target_accepts=tuple(p.retry_target_accepts),
-                    mass_matrix=p.mass_matrix, profile=p.profile)
+    return session.fit(source, data, chains=p.chains, tune=p.tune, draws=draws,
+                       target_accept=p.target_accept, backend=p.backend, seed=seed,
+                       retry_target_accepts=tuple(p.retry_target_accepts),
+                       mass_matrix=p.mass_matrix, profile=p.profile,
+                       wall_seconds=limits.wall_seconds)
+
+
+def session_limits(s: AuditSettings, scopes: int = 1) -> Limits:
+    """Limits of the PyMC session serving ``scopes`` scopes of an audit over its life:
+    each scope's fits get the CPU time they would get alone; each fit's wall clock is
+    enforced by the session itself (this one is a backstop)."""
+    wall = s.budget.wall_seconds
+    return Limits(cpu_seconds=scopes * (2 * wall + 30), memory_mb=s.budget.memory_mb,
+                  wall_seconds=scopes * wall + 60)
+
+
+class _OwnSession:
+    """The given PyMC session, or a new one (closed on exit) when none was given."""
+
+    def __init__(self, session, settings: AuditSettings, scopes: int = 1) -> None:
+        self.given, self.settings, self.scopes = session, settings, scopes
+        self.own = None
+
+    def __enter__(self):
+        if self.given is not None:
+            return self.given
+        from workers.pymc_runner.session import PymcSession
+
+        self.own = PymcSession(session_limits(self.settings, self.scopes))
+        return self.own
+
+    def __exit__(self, *exc) -> None:
+        if self.own is not None:
+            self.own.close()
 
 
 def _fit_lazyppl(source: str, data: dict, s: AuditSettings, draws: int, seed: int, limits: Limits) -> Fit:
@@ -284,13 +322,24 @@ def run_scope(
     settings: AuditSettings,
     reference: Fit | None = None,
     progress: Progress = _quiet,
+    pymc_session=None,
 ) -> ScopeOutcome:
     """Fit both programs on one scope and compare them, taking more looks while the
     answer is inconclusive for lack of draws and the budget lasts (k stays fixed).
 
     User errors (refused, compile, runtime, memory) become a scope verdict ``error``
-    with the reason; running out of the wall budget makes it ``inconclusive``.
+    with the reason; running out of the wall budget makes it ``inconclusive``. The PyMC
+    fits go to ``pymc_session`` (a :class:`workers.pymc_runner.PymcSession` of this
+    audit), or to a session of this scope's own.
     """
+    with _OwnSession(pymc_session, settings) as session:
+        return _run_scope(session, pymc_source, lazyppl_source, scope, data, parameters,
+                          settings, reference, progress)
+
+
+def _run_scope(session, pymc_source: str, lazyppl_source: str, scope: str, data: dict,
+               parameters: list[str] | None, settings: AuditSettings, reference: Fit | None,
+               progress: Progress) -> ScopeOutcome:
     s = settings
     rule = compare.Rule.from_settings(s.rule)
     started = time.monotonic()
@@ -314,7 +363,7 @@ def run_scope(
             if refit_lazy:
                 progress("fit", scope=scope, language="lazyppl", look=look, draws=lazy_draws)
             pymc, lazy = _both(
-                (lambda: _fit_pymc(pymc_source, data, s, pymc_draws, seeds["pymc"],
+                (lambda: _fit_pymc(session, pymc_source, data, s, pymc_draws, seeds["pymc"],
                                    _limits(s, deadline))) if refit_pymc else (lambda f=pymc: f),
                 (lambda: _fit_lazyppl(lazyppl_source, data, s, lazy_draws, seeds["lazyppl"],
                                       _limits(s, deadline))) if refit_lazy else (lambda f=lazy: f))
@@ -342,6 +391,7 @@ def run_scope(
             ev["looks"].append({"look": look, "pymc_draws": pymc_draws, "lazyppl_draws": lazy_draws,
                                 "refitted": [n for n, r in (("pymc", refit_pymc),
                                                             ("lazyppl", refit_lazy)) if r],
+                                **({"pymc_fit": pymc_fit_record(pymc)} if refit_pymc else {}),
                                 "verdict": verdict, "reason": reason,
                                 "seconds": round(time.monotonic() - t0, 3)})
             ev.update(comparison_evidence(main, ("lazyppl", "pymc")))
@@ -415,8 +465,19 @@ def finish_audit(request_meta: dict, scopes: dict[str, dict], settings: AuditSet
         "versions": versions,
         # "none" only when an operator switched the OS sandbox off (trusted local use)
         "sandbox": sandbox_mode(),
-        "timings": {"scopes_seconds": {n: ev.get("seconds") for n, ev in scopes.items()}},
+        "timings": {"scopes_seconds": {n: ev.get("seconds") for n, ev in scopes.items()},
+                    "pymc": pymc_work(scopes)},
     })
+
+
+def pymc_work(scopes: dict[str, dict]) -> dict:
+    """PyMC fits and compiles over the audit's looks, from the scopes' look records:
+    with one session per audit, one compile per (program, scope data)."""
+    fits = [look["pymc_fit"] for ev in scopes.values() for look in ev.get("looks", [])
+            if "pymc_fit" in look]
+    return {"fits": len(fits), "compiles": sum(1 for f in fits if f["compiled"]),
+            "compile_seconds": round(sum(f.get("compile") or 0.0 for f in fits), 3),
+            "sample_seconds": round(sum(f.get("sample") or 0.0 for f in fits), 3)}
 
 
 def error_audit(request_meta: dict, err: AuditError, settings: AuditSettings) -> dict:
@@ -426,25 +487,34 @@ def error_audit(request_meta: dict, err: AuditError, settings: AuditSettings) ->
                      "settings": settings.model_dump(mode="json"), "sandbox": sandbox_mode()})
 
 
-def run_audit(request: AuditRequest, progress: Progress = _quiet) -> tuple[dict, dict[tuple[str, str, int], Fit]]:
+def run_audit(request: AuditRequest, progress: Progress = _quiet, *,
+              pymc_session=None) -> tuple[dict, dict[tuple[str, str, int], Fit]]:
     """The whole audit in this process (the programs still run sandboxed).
 
-    Returns the evidence and the fits keyed (scope, language, look).
+    Every PyMC fit of the audit goes to one :class:`workers.pymc_runner.PymcSession`
+    (PyMC imported once, each program compiled once per scope data), started before
+    anything else so its imports overlap the LazyPPL side's compile; ``pymc_session``
+    passes one in (our own trusted programs only: a benchmark fitting one pair with
+    many seeds). Returns the evidence and the fits keyed (scope, language, look).
     """
     meta = {"name": request.name, **provenance(request)}
     try:
         validate(request)
     except AuditError as err:
         return error_audit(meta, err, request.settings), {}
-    def one(scope: str) -> ScopeOutcome:
-        ref = request.reference if scope == request.reference_scope else None
-        return run_scope(request.pymc_source, request.lazyppl_source, scope,
-                         request.scopes[scope], request.parameters, request.settings, ref, progress)
 
-    # scopes are independent (own data, own seeds): run them side by side, as the
-    # service's workers do, and keep the request's scope order in the evidence
-    with ThreadPoolExecutor(max_workers=max(1, min(len(request.scopes), MAX_PARALLEL_SCOPES))) as pool:
-        outcomes = dict(zip(request.scopes, pool.map(one, request.scopes)))
+    with _OwnSession(pymc_session, request.settings, len(request.scopes)) as session:
+        def one(scope: str) -> ScopeOutcome:
+            ref = request.reference if scope == request.reference_scope else None
+            return _run_scope(session, request.pymc_source, request.lazyppl_source, scope,
+                              request.scopes[scope], request.parameters, request.settings,
+                              ref, progress)
+
+        # scopes are independent (own data, own seeds): run them side by side (their
+        # PyMC fits take turns in the session), keep the request's scope order
+        workers = max(1, min(len(request.scopes), MAX_PARALLEL_SCOPES))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            outcomes = dict(zip(request.scopes, pool.map(one, request.scopes)))
     scopes, fits = {}, {}
     for scope, out in outcomes.items():
         scopes[scope] = out.evidence

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from workers import compare, pipeline
 from workers.errors import AuditError, InvalidRequest
 from workers.fit import Fit, base_name
-from workers.pipeline import (Progress, _extendable, _fit_pymc, _limits, _quiet,
+from workers.pipeline import (Progress, _OwnSession, _extendable, _fit_pymc, _limits, _quiet,
                               comparison_evidence, data_hash, error_audit, finish_audit,
                               fit_meta,
                               jsonable, sha256_text)
@@ -62,10 +62,17 @@ def validate(request: ReferenceAuditRequest) -> None:
     verify(request.pymc_source, get_profile(request.settings.pymc.profile))
 
 
-def run_reference_scope(request: ReferenceAuditRequest, progress: Progress = _quiet
-                        ) -> tuple[dict, dict[int, Fit]]:
+def run_reference_scope(request: ReferenceAuditRequest, progress: Progress = _quiet,
+                        pymc_session=None) -> tuple[dict, dict[int, Fit]]:
     """Fit the PyMC program on the reference's data and compare; more looks while the
-    answer is inconclusive for lack of PyMC draws and the budget lasts."""
+    answer is inconclusive for lack of PyMC draws and the budget lasts (every fit in one
+    PyMC session: imported and compiled once)."""
+    with _OwnSession(pymc_session, request.settings) as session:
+        return _run_reference_scope(session, request, progress)
+
+
+def _run_reference_scope(session, request: ReferenceAuditRequest, progress: Progress
+                         ) -> tuple[dict, dict[int, Fit]]:
     s, ref = request.settings, request.reference
     rule = compare.Rule.from_settings(s.rule)
     started = time.monotonic()
@@ -79,7 +86,7 @@ def run_reference_scope(request: ReferenceAuditRequest, progress: Progress = _qu
         for look in range(1, s.budget.max_looks + 1):
             t0 = time.monotonic()
             progress("fit", scope=SCOPE, language="pymc", look=look, draws=draws)
-            pymc = _fit_pymc(request.pymc_source, request.data, s, draws, seed,
+            pymc = _fit_pymc(session, request.pymc_source, request.data, s, draws, seed,
                              _limits(s, deadline))
             fits[look] = pymc
             names, uncompared = compared_names(request.parameters, ref, pymc)

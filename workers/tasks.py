@@ -19,7 +19,7 @@ import kombu.exceptions
 import redis.exceptions
 import sqlalchemy.exc
 from celery.exceptions import SoftTimeLimitExceeded
-from celery.signals import worker_process_init
+from celery.signals import task_postrun, worker_process_init
 
 from service.db import make_engine, make_session_factory
 from service.db import work as work_repo
@@ -52,8 +52,37 @@ steps = _LazySteps()
 
 @worker_process_init.connect
 def _preload_pipeline(**_) -> None:
-    """Each pool process loads the pipeline as it starts, not on its first task."""
+    """Each pool process loads the pipeline as it starts, not on its first task, and
+    starts its first standby PyMC session."""
     import service.steps  # noqa: F401
+
+    _refill_standby()
+
+
+@lru_cache(maxsize=1)
+def standby():
+    """This pool process's standby PyMC session (``celery.pymc_standby``), or None."""
+    if not app.ppl_settings.celery.pymc_standby:
+        return None
+    from workers.pymc_runner.session import Standby
+
+    return Standby()
+
+
+def _refill_standby() -> None:
+    """Start the next standby session, for audits with default settings (others start
+    their own). Never fails the task: without a standby a scope starts its session."""
+    keeper = standby()
+    if keeper is None:
+        return
+    try:
+        from workers import pipeline
+        from workers.settings import AuditSettings
+
+        settings = steps.scope_settings(AuditSettings(), app.ppl_settings.celery.scope_wall_seconds)
+        keeper.refill(pipeline.session_limits(settings))
+    except Exception:  # noqa: BLE001
+        log.warning("could not start a standby PyMC session", exc_info=True)
 
 
 @lru_cache(maxsize=1)
@@ -86,11 +115,12 @@ def run_audit_scope(self, *, audit_id: str, scope: str) -> str:
         return "skipped"
     keeper = steps.LeaseKeeper(sessions(), job, lease, WORK.heartbeat_seconds,
                                WORK.cancel_check_seconds, kill_own_runs)
+    pymc_sessions = standby().take if standby() is not None else None
     try:
         with keeper:
             outcome = steps.fit_scope(
                 job, steps.progress_recorder(sessions(), aid, cancelled=keeper.cancelled),
-                app.ppl_settings.celery.scope_wall_seconds)
+                app.ppl_settings.celery.scope_wall_seconds, pymc_sessions)
     except steps.Cancelled:
         return _cancelled(aid, scope, lease)
     except INFRASTRUCTURE:
@@ -116,6 +146,13 @@ def run_audit_scope(self, *, audit_id: str, scope: str) -> str:
     if db(steps.save_scope, sessions(), job, outcome):
         CeleryDispatcher(app).finish(aid)
     return outcome.evidence.get("verdict", "?")
+
+
+@task_postrun.connect
+def _after_task(sender=None, **_) -> None:
+    """After a scope (which closed the standby it took), start the next standby."""
+    if sender is run_audit_scope:
+        _refill_standby()
 
 
 def _cancelled(aid: uuid.UUID, scope: str, lease) -> str:

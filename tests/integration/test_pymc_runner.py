@@ -17,7 +17,7 @@ import sandbox
 from workers.errors import (CompileError, InvalidRequest, ProgramRefused, ProgramRuntimeError,
                             ResourceLimit)
 from workers.pymc_runner import fit_pymc
-from workers.pymc_runner.runner import (_venv_python, child_environment, child_view,
+from workers.pymc_runner.runner import (venv_python, child_environment, child_view,
                                         warm_shared_cache)
 
 pytestmark = pytest.mark.integration
@@ -74,7 +74,7 @@ def test_network_namespace_blocks_a_connect_even_without_the_verifier(tmp_path):
     port = server.getsockname()[1]
     try:
         code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)"
-        done = sandbox.run([_venv_python(), "-c", code], limits=sandbox.Limits(),
+        done = sandbox.run([venv_python(), "-c", code], limits=sandbox.Limits(),
                            view=child_view(tmp_path), env=child_environment(tmp_path))
         assert done.returncode != 0
         assert b"unreachable" in done.stderr or b"refused" in done.stderr

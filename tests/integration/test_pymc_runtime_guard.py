@@ -9,7 +9,7 @@ import pytest
 
 from workers.errors import ProgramRefused
 from workers.pymc_runner.child import ProgramFailure, _restricted_builtins, check_model
-from workers.pymc_runner.runner import _make_fit
+from workers.pymc_runner.runner import make_fit
 
 pytestmark = pytest.mark.integration
 pm = pytest.importorskip("pymc")
@@ -69,5 +69,5 @@ def test_the_parent_refuses_two_variables_reporting_the_same_scalar():
     job = {"backend": "nutpie", "chains": 1, "tune": 1, "draws": 2, "seed": 1, "cores": 1,
            "mass_matrix": "diag"}
     with pytest.raises(ProgramRefused) as info:
-        _make_fit(summary, arrays, job, [], {"wall_seconds": 1.0})
+        make_fit(summary, arrays, job, [], {"wall_seconds": 1.0})
     assert "theta[1]" in info.value.message

@@ -14,7 +14,7 @@ import pytest
 import sandbox
 from haskell_bridge.compile import ghc_view
 from haskell_bridge.paths import lazyppl_build
-from workers.pymc_runner.runner import _venv_python, child_environment, child_view
+from workers.pymc_runner.runner import child_environment, child_view, venv_python
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +31,7 @@ def marker():
 
 def _pymc_child(code: str, workdir: Path) -> sandbox.Completed:
     """Run ``code`` as the PyMC child would run, without the verifier."""
-    return sandbox.run([_venv_python(), "-c", code], limits=sandbox.Limits(wall_seconds=120),
+    return sandbox.run([venv_python(), "-c", code], limits=sandbox.Limits(wall_seconds=120),
                        view=child_view(workdir), env=child_environment(workdir))
 
 
@@ -122,14 +122,14 @@ def test_a_flood_of_output_is_cut_off_and_the_parent_stays_small(tmp_path):
     import resource
 
     from workers.errors import ResourceLimit
-    from workers.pymc_runner.runner import _MAX_STDOUT
+    from workers.pymc_runner.runner import MAX_STDOUT
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     code = "import sys\nfor _ in range(300 * 16): sys.stdout.write('x' * 65536)"
     with pytest.raises(ResourceLimit) as err:
-        sandbox.run([_venv_python(), "-c", code], limits=sandbox.Limits(wall_seconds=120),
+        sandbox.run([venv_python(), "-c", code], limits=sandbox.Limits(wall_seconds=120),
                     view=child_view(tmp_path), env=child_environment(tmp_path),
-                    max_stdout_bytes=_MAX_STDOUT)
+                    max_stdout_bytes=MAX_STDOUT)
     assert err.value.details["limit"] == "output"
     grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
     assert grown_mb < 50

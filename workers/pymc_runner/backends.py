@@ -48,18 +48,19 @@ def initialisation_failed(exc: BaseException) -> bool:
 
 
 def _with_fallback(*starts):
-    """Start as ``pm.sample`` does. ``starts`` are ``(label, target_accept -> Sampled)``
-    in order: the backend with jittered initial points (it retries several), then
-    fallbacks tried only when every start of the previous one failed (an error that is
-    not about the starting point is raised at once). The start that worked is kept for
-    the later (divergence) retries and recorded as ``Sampled.initialisation``."""
+    """Start as ``pm.sample`` does. ``starts`` are ``(label, (target_accept, job) ->
+    Sampled)`` in order: the backend with jittered initial points (it retries several),
+    then fallbacks tried only when every start of the previous one failed (an error that
+    is not about the starting point is raised at once). The start that worked is kept
+    for later calls (divergence retries, later looks) and recorded as
+    ``Sampled.initialisation``."""
     state = {"index": 0}
 
-    def run(accept: float) -> Sampled:
+    def run(accept: float, job: dict) -> Sampled:
         while True:
             label, start = starts[state["index"]]
             try:
-                sampled = start(accept)
+                sampled = start(accept, job)
             except Exception as exc:  # noqa: BLE001 - re-raised unless it is the start
                 if not initialisation_failed(exc) or state["index"] == len(starts) - 1:
                     raise
@@ -71,42 +72,43 @@ def _with_fallback(*starts):
     return run
 
 
-def sampler(model, job: dict):
-    """A function ``target_accept -> Sampled`` for this model and job.
+def sampler(model, backend: str):
+    """A function ``(target_accept, job) -> Sampled`` for this model, where ``job`` gives
+    chains, tune, draws, cores, seed and mass_matrix.
 
     nutpie compiles the model once here and every call reuses that code, so divergence
-    retries pay only for sampling; the other backends compile inside each call.
+    retries and later looks of the same model pay only for sampling; the other backends
+    compile inside each call (PyTensor's and JAX's own caches make repeats cheaper).
     """
-    backend = job["backend"]
-
     def pymc(jitter: bool):
-        return lambda accept: _pymc(model, {**job, "target_accept": accept}, jitter=jitter)
+        return lambda accept, job: _pymc(model, {**job, "target_accept": accept}, jitter=jitter)
 
     if backend == "nutpie":
         # nutpie's own start (jittered support point, many tries) can fail where
         # pm.sample starts (a mixture with an ordered transform); measured: nutpie fails
         # even from the unjittered initial point when the log-density is finite only
         # near it, so the fallbacks are pm.sample's own (backend then recorded "pymc").
-        return _with_fallback(("jitter", _nutpie(model, job)),
+        return _with_fallback(("jitter", _nutpie(model)),
                               ("pymc-jitter", pymc(True)), ("initial-point", pymc(False)))
     if backend == "pymc":
         return _with_fallback(("jitter", pymc(True)), ("initial-point", pymc(False)))
     if backend in ("numpyro", "blackjax"):
         return _with_fallback(
-            ("jitter", lambda accept: _jax(model, {**job, "target_accept": accept}, backend)),
-            ("initial-point", lambda accept: _jax(model, {**job, "target_accept": accept},
-                                                  backend, jitter=False)))
+            ("jitter", lambda accept, job: _jax(model, {**job, "target_accept": accept},
+                                                backend)),
+            ("initial-point", lambda accept, job: _jax(model, {**job, "target_accept": accept},
+                                                       backend, jitter=False)))
     raise ValueError(f"unknown backend {backend!r}")
 
 
-def _nutpie(model, job: dict):
+def _nutpie(model):
     import nutpie
 
     started = time.perf_counter()
     compiled = nutpie.compile_pymc_model(model, backend="numba")
     compile_seconds = [time.perf_counter() - started]
 
-    def run(accept: float) -> Sampled:
+    def run(accept: float, job: dict) -> Sampled:
         begun = time.perf_counter()
         idata = nutpie.sample(
             compiled,
@@ -120,7 +122,7 @@ def _nutpie(model, job: dict):
             save_warmup=False,
             low_rank_modified_mass_matrix=job["mass_matrix"] == "low_rank",
         )
-        # the compile time is charged to the first attempt only
+        # the compile time is charged to the first call only
         spent, compile_seconds[0] = compile_seconds[0], 0.0
         return Sampled(idata, spent, time.perf_counter() - begun)
 

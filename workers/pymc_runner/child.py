@@ -1,31 +1,38 @@
-"""The sandboxed fit: ``python -m workers.pymc_runner.child`` in a fresh working directory.
+"""The sandboxed PyMC child: ``python -m workers.pymc_runner.child INBOX``.
 
-Input: ``job.json`` in the working directory (or the same JSON on stdin)::
+One child serves the PyMC fits of exactly one audit (a *session*, see
+``session.py``). It imports PyMC once, then waits for requests the parent writes into
+``INBOX`` (mounted read-only for the child): ``request-0.json``, ``request-1.json``,
+... until ``end`` appears. Each request is one fit::
 
-    {"source": "...", "data": {...}, "chains": 4, "tune": 1000, "draws": 1000,
-     "target_accept": 0.8, "backend": "nutpie", "seed": 1, "cores": 2,
-     "mass_matrix": "diag", "profile": "strict",
+    {"source": "...", "data": {...}, "profile": "strict", "chains": 4, "tune": 1000,
+     "draws": 1000, "backend": "nutpie", "seed": 1, "cores": 2, "mass_matrix": "diag",
      "target_accepts": [0.8, 0.95, 0.99], "wall_seconds": 900, "min_retry_share": 0.2}
 
-The model is built (and, for nutpie, compiled) once; it is then sampled with each of
-``target_accepts`` in turn until an attempt has no divergent transition. A retry is
-skipped when less than ``min_retry_share`` of ``wall_seconds`` is left.
+The program is built and compiled once per (source, profile, backend, data) and kept:
+later requests with the same program and data (more draws for a later look, another
+seed) only sample. Within a request the model is sampled with each of
+``target_accepts`` in turn until an attempt has no divergent transition; a retry is
+skipped when less than ``min_retry_share`` of ``wall_seconds`` is left. While no request
+is waiting when the imports are done, the child compiles a tiny model of its own first
+(numba's one-off start-up, ~2.5 s, is then paid before the audit arrives).
 
-Output on success (exit 0), in the working directory:
+Output of request N, in the working directory, each name prefixed ``fit-N-``:
 
-- per attempt N (0, 1, ...), written as soon as it is done: ``attempt-N.npz`` (float64
-  arrays ``v0, v1, ...`` shaped (chains, draws, *shape)) and ``attempt-N.json``
+- per attempt K (0, 1, ...), written as soon as it is done: ``attempt-K.npz`` (float64
+  arrays ``v0, v1, ...`` shaped (chains, draws, *shape)) and ``attempt-K.json``
   (``{"names": {"v0": "mu", ...}, "reportable": [...], "shapes": {...},
-  "stats": {divergences, per-chain sampler statistics}, "timings": {seconds},
+  "stats": {divergences, per-chain sampler statistics, session}, "timings": {seconds},
   "versions": {...}, "backend": ..., "target_accept": ...}``);
-- ``summary.json``: ``{"skipped": null}``, or ``{"skipped": {"target_accept", "skipped"}}``
-  when a retry was skipped for lack of time.
+- last, ``summary.json``: ``{"skipped": null}``, or ``{"skipped": {"target_accept",
+  "skipped"}}`` when a retry was skipped for lack of time; or, when the program failed,
+  ``error.json`` with ``{"stage", "message", "line"}`` where stage is ``load``
+  (top-level code), ``build`` (``model(data)`` and the checks on the model it
+  returned), ``refused`` (a construct outside the profile) or ``sample``. The child
+  then serves the next request.
 
-On a failure of the program (exit 3) or memory exhaustion (exit 4): one line
-``ppl-audit: <message>`` on stderr and ``error.json`` with ``{"stage", "message", "line"}``
-where stage is ``load`` (top-level code), ``build`` (``model(data)`` and the checks on the
-model it returned), ``refused`` (the model uses a construct outside the profile) or
-``sample``. Any other non-zero exit is a crash of ours, not the program's.
+Exit 0 after ``end``; on memory exhaustion exit 4 (``error.json`` of the request and one
+``ppl-audit: <message>`` line on stderr). Any other non-zero exit is a crash of ours.
 """
 from __future__ import annotations
 
@@ -36,9 +43,10 @@ import time
 import traceback
 from pathlib import Path
 
-from workers.pymc_runner.protocol import (ERROR_FILE, EXIT_OUT_OF_MEMORY,
-                                          EXIT_PROGRAM_ERROR, JOB_FILE, PROGRAM_FILENAME,
-                                          SUMMARY_FILE, attempt_file)
+from workers.pymc_runner.protocol import (END_FILE, ERROR_FILE, EXIT_OUT_OF_MEMORY,
+                                          EXIT_PROGRAM_ERROR, PROGRAM_FILENAME,
+                                          SUMMARY_FILE, attempt_file, output_file,
+                                          request_file)
 
 
 class ProgramFailure(Exception):
@@ -232,41 +240,96 @@ def _memory_peaks() -> dict:
     return peaks
 
 
-def run(job: dict, workdir: Path) -> None:
-    timings = {}
-    started = time.perf_counter()
-    if job["backend"] in ("numpyro", "blackjax"):
-        # One XLA host device per chain so chain_method="parallel" runs them as threads.
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " "
-                                   f"--xla_force_host_platform_device_count={job['chains']}")
-    import numpy as np
+#: How often an idle child looks for the next request, seconds.
+_POLL_SECONDS = 0.01
 
+
+class Session:
+    """This child's state: when it started and what it has compiled."""
+
+    def __init__(self) -> None:
+        self.import_seconds = 0.0
+        self.prewarm_seconds = 0.0
+        self.fits = 0
+        self.compiles = 0
+        # (source, profile, backend, data) -> (model, sampler, reportable names)
+        self.models: dict[str, tuple] = {}
+
+
+def _model_key(job: dict) -> str:
+    return json.dumps([job["source"], job.get("profile", "strict"), job["backend"],
+                       job["data"]], sort_keys=True, separators=(",", ":"))
+
+
+def _prewarm() -> float:
+    """Compile a tiny model of ours with nutpie: numba's start-up (LLVM, type inference
+    machinery) is then paid before the audit's program arrives."""
+    import importlib.util
+
+    if importlib.util.find_spec("nutpie") is None:
+        return 0.0
+    import nutpie
+    import numpy as np
+    import pymc as pm
+
+    begun = time.perf_counter()
+    with pm.Model() as tiny:
+        x = pm.Normal("x", 0.0, 1.0)
+        pm.Normal("y", x, 1.0, observed=np.zeros(2))
+    nutpie.compile_pymc_model(tiny, backend="numba")
+    return time.perf_counter() - begun
+
+
+def _model_for(job: dict, session: Session, timings: dict):
+    """The built model, its sampler and names for this request: from the session when
+    the same program already ran on the same data, else built (and compiled) now."""
     from workers.pymc_runner import backends
 
-    import pymc  # noqa: F401  (timed: the bulk of start-up)
-    timings["import"] = time.perf_counter() - started
-
+    key = _model_key(job)
+    if key in session.models:
+        timings["build"] = 0.0
+        return session.models[key], False
     t = time.perf_counter()
     model = build_model(job["source"], job["data"], job.get("profile", "strict"))
     timings["build"] = time.perf_counter() - t
-    accepts = [float(a) for a in job.get("target_accepts") or [job["target_accept"]]]
-    wall = job.get("wall_seconds")
-    min_share = float(job.get("min_retry_share", 0.0))
-    skipped = None
     try:
-        run_one = backends.sampler(model, job)
+        run_one = backends.sampler(model, job["backend"])
     except MemoryError as exc:
         raise _failure("sample", "out of memory while compiling", exc) from None
     except Exception as exc:
         raise _failure("sample", "compiling the model failed", exc) from None
-    names = backends.reportable_names(model)
+    session.compiles += 1
+    session.models[key] = (model, run_one, backends.reportable_names(model))
+    return session.models[key], True
+
+
+def run(job: dict, out, session: Session) -> None:
+    """Serve one request: build or reuse the model, sample it, write the attempts
+    (``out(name)`` is the path of the request's output ``name``)."""
+    import numpy as np
+
+    from workers.pymc_runner import backends
+
+    started = time.perf_counter()
+    cpu_started = _cpu_seconds()
+    number = session.fits
+    session.fits += 1
+    first = number == 0
+    timings = {"import": session.import_seconds if first else 0.0,
+               "prewarm": session.prewarm_seconds if first else 0.0}
+    (model, run_one, names), compiled_now = _model_for(job, session, timings)
+    info = {"fit": number, "compiled": compiled_now, "compiles": session.compiles}
+    accepts = [float(a) for a in job.get("target_accepts") or [job["target_accept"]]]
+    wall = job.get("wall_seconds")
+    min_share = float(job.get("min_retry_share", 0.0))
+    skipped = None
     keys = {f"v{i}": name for i, name in enumerate(names)}
-    for number, accept in enumerate(accepts):
-        if number and wall and wall - (time.perf_counter() - started) < min_share * wall:
+    for attempt, accept in enumerate(accepts):
+        if attempt and wall and wall - (time.perf_counter() - started) < min_share * wall:
             skipped = {"target_accept": accept, "skipped": "wall-clock budget spent"}
             break
         try:
-            sampled = run_one(accept)
+            sampled = run_one(accept, job)
         except MemoryError as exc:
             raise _failure("sample", "out of memory while sampling", exc) from None
         except Exception as exc:
@@ -275,7 +338,9 @@ def run(job: dict, workdir: Path) -> None:
         timings["sample"] = sampled.sample_seconds
         arrays = backends.posterior_arrays(sampled.idata, names)
         stats = backends.sampler_stats(sampled.idata)
-        timings["total"] = time.perf_counter() - started
+        stats["session"] = dict(info, attempt_compiled=sampled.compile_seconds > 0)
+        timings["total"] = time.perf_counter() - started + timings["import"] + timings["prewarm"]
+        timings["cpu"] = _cpu_seconds() - cpu_started
         summary = {
             "names": keys,
             "reportable": names,
@@ -290,13 +355,58 @@ def run(job: dict, workdir: Path) -> None:
         }
         # each attempt is on disk as soon as it is done: if a later retry is stopped by
         # the wall clock, the parent still has this one
-        _publish(workdir / attempt_file(number, "npz"),
+        _publish(out(attempt_file(attempt, "npz")),
                  lambda f: np.savez(f, **{key: arrays[name] for key, name in keys.items()}))
-        _publish(workdir / attempt_file(number, "json"), lambda f: f.write(json.dumps(summary).encode()))
+        _publish(out(attempt_file(attempt, "json")),
+                 lambda f: f.write(json.dumps(summary).encode()))
         if stats["divergences"] == 0:
             break
-        timings = {"import": 0.0, "build": 0.0}
-    (workdir / SUMMARY_FILE).write_text(json.dumps({"skipped": skipped}))
+        timings = {"import": 0.0, "prewarm": 0.0, "build": 0.0}
+    _publish(out(SUMMARY_FILE), lambda f: f.write(json.dumps({"skipped": skipped}).encode()))
+
+
+def serve(inbox: Path, workdir: Path) -> int:
+    """Import PyMC, maybe pre-warm, then serve requests until ``end``."""
+    session = Session()
+    begun = time.perf_counter()
+    import numpy  # noqa: F401
+    import pymc  # noqa: F401  (timed: the bulk of start-up)
+
+    from workers.pymc_runner import backends  # noqa: F401
+
+    session.import_seconds = time.perf_counter() - begun
+    if not (inbox / request_file(0)).exists():
+        session.prewarm_seconds = _prewarm()
+    number = 0
+    while True:
+        request = inbox / request_file(number)
+        if request.exists():
+            job = json.loads(request.read_text())
+            def out(name: str, number=number) -> Path:
+                return workdir / output_file(number, name)
+
+            _configure_backend(job)
+            try:
+                run(job, out, session)
+            except ProgramFailure as failure:
+                code = _report(out, failure)
+                if failure.memory:
+                    return code
+            except MemoryError as exc:
+                return _report(out, _failure("sample", "out of memory", exc))
+            number += 1
+            continue
+        if (inbox / END_FILE).exists():
+            return 0
+        time.sleep(_POLL_SECONDS)
+
+
+def _configure_backend(job: dict) -> None:
+    if job["backend"] in ("numpyro", "blackjax") and "jax" not in sys.modules:
+        # One XLA host device per chain so chain_method="parallel" runs them as threads
+        # (read when JAX is first imported).
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " "
+                                   f"--xla_force_host_platform_device_count={job['chains']}")
 
 
 def _publish(path: Path, write) -> None:
@@ -307,12 +417,23 @@ def _publish(path: Path, write) -> None:
     os.replace(staged, path)
 
 
-def _report(workdir: Path, failure: ProgramFailure) -> int:
-    payload = {"stage": failure.stage, "message": failure.message, "line": failure.line}
-    (workdir / ERROR_FILE).write_text(json.dumps(payload))
+def _cpu_seconds() -> float:
+    """CPU time of this process and its reaped children (pm.sample's chain processes)."""
+    import resource
+
+    own, kids = (resource.getrusage(resource.RUSAGE_SELF),
+                 resource.getrusage(resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _report(out, failure: ProgramFailure) -> int:
+    payload = {"stage": failure.stage, "message": failure.message, "line": failure.line,
+               "memory": failure.memory}
+    _publish(out(ERROR_FILE), lambda f: f.write(json.dumps(payload).encode()))
     where = f" (line {failure.line})" if failure.line else ""
     one_line = " ".join(failure.message.split())
     sys.stderr.write(f"ppl-audit: {one_line}{where}\n")
+    sys.stderr.flush()
     return EXIT_OUT_OF_MEMORY if failure.memory else EXIT_PROGRAM_ERROR
 
 
@@ -324,16 +445,7 @@ def main() -> int:
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     logging.basicConfig(level=logging.WARNING)
-    workdir = Path.cwd()
-    job_file = workdir / JOB_FILE
-    job = json.loads(job_file.read_text() if job_file.exists() else sys.stdin.read())
-    try:
-        run(job, workdir)
-    except ProgramFailure as failure:
-        return _report(workdir, failure)
-    except MemoryError as exc:
-        return _report(workdir, _failure("sample", "out of memory", exc))
-    return 0
+    return serve(Path(sys.argv[1]), Path.cwd())
 
 
 if __name__ == "__main__":

@@ -1,15 +1,14 @@
-"""Parent side of the PyMC fit: verify, run the child in the sandbox, read its outputs.
+"""Parent side of the PyMC fit: what the sandboxed child sees, and reading its outputs.
 
-The program never runs in this process. ``fit_pymc`` writes ``job.json`` into a fresh
-temporary directory, runs ``python -m workers.pymc_runner.child`` there through
-``sandbox.run`` with a minimal environment, and turns the chosen attempt's
-``attempt-N.npz`` + ``attempt-N.json`` into a :class:`workers.fit.Fit` with SPEC §2.3
-scalar names.
+The program never runs in this process. A :class:`workers.pymc_runner.session.
+PymcSession` runs ``python -m workers.pymc_runner.child`` through ``sandbox.run`` with
+the view and environment defined here, hands it requests, and turns the chosen
+attempt's ``attempt-K.npz`` + ``attempt-K.json`` into a :class:`workers.fit.Fit` with
+SPEC §2.3 scalar names (:func:`make_fit`). ``fit_pymc`` is a session of one fit.
 """
 from __future__ import annotations
 
 import importlib.util
-import io
 import json
 import os
 import shutil
@@ -27,11 +26,7 @@ from workers.errors import (CompileError, InvalidRequest, ProgramRefused,
                             ProgramRuntimeError, ResourceLimit)
 from workers.fit import Fit, flatten_array
 from workers.pymc_runner.backends import BACKENDS, MASS_MATRICES
-from workers.pymc_runner.protocol import (ERROR_FILE, EXIT_OUT_OF_MEMORY,
-                                          EXIT_PROGRAM_ERROR, JOB_FILE, SUMMARY_FILE,
-                                          attempt_file)
-from workers.pymc_runner import profile as profiles
-from workers.pymc_runner.verifier import verify
+from workers.pymc_runner.protocol import ERROR_FILE, EXIT_OUT_OF_MEMORY, EXIT_PROGRAM_ERROR
 
 LANGUAGE = "pymc"
 # Chosen by benchmarks/nuts_backends.py (figures in docs/ and the commit message):
@@ -41,13 +36,13 @@ DEFAULT_BACKEND = "nutpie"
 DEFAULT_MASS_MATRIX = "low_rank"
 DEFAULT_RETRY_TARGET_ACCEPTS = (0.95, 0.99)
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
-_WORKDIR_PREFIX = "ppl-audit-pymc-"
+WORKDIR_PREFIX = "ppl-audit-pymc-"
 # The child reports through files in its working directory; its stdout is only the
 # program's own printing, of which the parent keeps this much.
-_MAX_STDOUT = 1 << 20
-_STDERR_TAIL = 256 * 1024
+MAX_STDOUT = 1 << 20
+STDERR_TAIL = 256 * 1024
 # A retry is skipped when less than this share of the wall budget is left.
-_MIN_RETRY_BUDGET = 0.2
+MIN_RETRY_BUDGET = 0.2
 
 
 def cache_root() -> Path:
@@ -72,7 +67,7 @@ def child_environment(workdir: Path) -> dict[str, str]:
     tuning variables the machine's administrator set on purpose.
 
     Every cache the child writes (PyTensor, numba, JAX, matplotlib) is under
-    ``workdir``; PyTensor's starts as a copy of the shared cache (``_copy_shared_cache``).
+    ``workdir``; PyTensor's starts as a copy of the shared cache (``copy_shared_cache``).
     """
     compiledir = workdir / "pytensor"
     env = {
@@ -108,7 +103,7 @@ def child_environment(workdir: Path) -> dict[str, str]:
     return env
 
 
-def _copy_shared_cache(workdir: Path) -> None:
+def copy_shared_cache(workdir: Path) -> None:
     """Give a run its private copy of the shared compile cache (about a megabyte)."""
     shared = shared_compile_cache()
     if shared.is_dir():
@@ -120,45 +115,51 @@ def warm_shared_cache(sources: dict[str, tuple[str, dict]]) -> dict[str, float]:
     """Fit our own shipped programs (name -> (source, data)) and keep what they compiled
     in the shared cache. Trusted programs only: never call this with a user's program.
     Returns the wall seconds per program."""
+    from workers.pymc_runner.session import PymcSession
+
     shared = shared_compile_cache()
     shared.mkdir(parents=True, exist_ok=True)
     seconds = {}
     for name, (source, data) in sources.items():
         started = time.monotonic()
-        fit_pymc(source, data, chains=2, tune=200, draws=100, retry_target_accepts=(),
-                 _trusted_cache=True)
+        with PymcSession(trusted_cache=True) as session:
+            session.fit(source, data, chains=2, tune=200, draws=100, retry_target_accepts=())
         seconds[name] = round(time.monotonic() - started, 2)
+    # the pre-warm model every session compiles while it waits for its first request
+    with PymcSession(trusted_cache=True):
+        time.sleep(0)
     return seconds
 
 
-def _venv_python() -> str:
+def venv_python() -> str:
     """This interpreter by a path inside the child's view (the virtual environment's own
     ``bin/python``, found through the real prefix, so a symlinked venv works too)."""
     return str(Path(os.path.realpath(sys.prefix)) / "bin" / Path(sys.executable).name)
 
 
-def child_view(workdir: Path) -> sandbox.View:
+def child_view(workdir: Path, inbox: Path | None = None) -> sandbox.View:
     """What the PyMC child sees: the interpreter, the virtual environment, the modules of
-    ours it runs (not the checkout), and its own working directory, writable."""
+    ours it runs (not the checkout), its inbox read-only, and its own working directory,
+    writable."""
     prefixes = {os.path.realpath(p) for p in (sys.base_prefix, sys.prefix)}
     ours = [_PROJECT_ROOT / "workers" / "__init__.py", _PROJECT_ROOT / "workers" / "errors.py",
             _PROJECT_ROOT / "workers" / "pymc_runner"]
-    return sandbox.View(ro=(*sorted(prefixes), *(str(p) for p in ours)),
-                        rw=(str(workdir),), tmp_mb=_TMP_MB, cwd=str(workdir))
+    ro = (*sorted(prefixes), *(str(p) for p in ours), *((str(inbox),) if inbox else ()))
+    return sandbox.View(ro=ro, rw=(str(workdir),), tmp_mb=_TMP_MB, cwd=str(workdir))
 
 
 #: Size of the child's private /tmp, MB (its caches are in its working directory).
 _TMP_MB = 256
 
 
-def _available_cores() -> int:
+def available_cores() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not Linux
         return os.cpu_count() or 1
 
 
-def _check_settings(chains, tune, draws, target_accept, backend, mass_matrix, cores):
+def check_settings(chains, tune, draws, target_accept, backend, mass_matrix, cores):
     if backend not in BACKENDS:
         raise InvalidRequest(f"unknown NUTS backend {backend!r} (choose from "
                              f"{', '.join(BACKENDS)})")
@@ -179,34 +180,24 @@ def fit_pymc(source: str, data: dict, *, chains: int = 4, tune: int = 1000,
              limits: sandbox.Limits = sandbox.Limits(), cores: int | None = None,
              mass_matrix: str = DEFAULT_MASS_MATRIX,
              retry_target_accepts: tuple[float, ...] = DEFAULT_RETRY_TARGET_ACCEPTS,
-             profile: str = "strict", _trusted_cache: bool = False) -> Fit:
-    """Fit a verified PyMC program with NUTS in the sandbox.
+             profile: str = "strict") -> Fit:
+    """Fit a verified PyMC program with NUTS in the sandbox: a session of one fit whose
+    wall clock (``limits.wall_seconds``) counts from the child's start, imports included.
+    See :meth:`workers.pymc_runner.session.PymcSession.fit`."""
+    from workers.pymc_runner.session import PymcSession
 
-    If the fit has divergent transitions, it is repeated with each of
-    ``retry_target_accepts`` (higher than ``target_accept``) in turn until one has none,
-    within the same wall-clock budget; the attempt with the fewest divergences (the
-    later one on ties) is returned and every attempt is listed in
-    ``Fit.stats["attempts"]``. Same arguments, same draws.
-    """
-    _check_settings(chains, tune, draws, target_accept, backend, mass_matrix, cores)
-    verify(source, profiles.get(profile))
-    job = {"source": source, "data": data, "profile": profile,
-           "chains": int(chains), "tune": int(tune),
-           "draws": int(draws), "backend": backend, "seed": int(seed),
-           "cores": int(cores or min(chains, _available_cores())),
-           "mass_matrix": mass_matrix}
-    schedule = [float(target_accept)] + [float(t) for t in retry_target_accepts
-                                         if t > target_accept]
-    job.update(target_accepts=schedule, wall_seconds=float(limits.wall_seconds),
-               min_retry_share=_MIN_RETRY_BUDGET)
-    summary, arrays, attempts, process = _run_child(job, limits, trusted_cache=_trusted_cache)
-    return _make_fit(summary, arrays, job, attempts, process)
+    with PymcSession(limits) as session:
+        return session.fit(source, data, chains=chains, tune=tune, draws=draws,
+                           target_accept=target_accept, backend=backend, seed=seed,
+                           cores=cores, mass_matrix=mass_matrix,
+                           retry_target_accepts=retry_target_accepts, profile=profile,
+                           wall_seconds=limits.wall_seconds)
 
 
-def _sweep_stale_workdirs(max_age_seconds: float = 86_400) -> None:
+def sweep_stale_workdirs(max_age_seconds: float = 86_400) -> None:
     """Remove working directories a killed parent (SIGKILLed worker) left behind."""
     now = time.time()
-    for path in Path(tempfile.gettempdir()).glob(f"{_WORKDIR_PREFIX}*"):
+    for path in Path(tempfile.gettempdir()).glob(f"{WORKDIR_PREFIX}*"):
         try:
             if now - path.stat().st_mtime > max_age_seconds:
                 shutil.rmtree(path, ignore_errors=True)
@@ -214,7 +205,7 @@ def _sweep_stale_workdirs(max_age_seconds: float = 86_400) -> None:
             pass
 
 
-def _read_output(path: Path) -> bytes:
+def read_output(path: Path) -> bytes:
     """Read a file the child wrote, refusing anything but a regular file of its own:
     the parent reads as root, and a symlink planted by the program must not make it
     read a host file."""
@@ -230,72 +221,9 @@ def _read_output(path: Path) -> bytes:
         return f.read()
 
 
-def _run_child(job: dict, limits: sandbox.Limits, *, trusted_cache: bool = False
-               ) -> tuple[dict, dict, list[dict], dict]:
-    """Run the child once (it makes every attempt); return the chosen attempt's summary
-    and arrays, the list of attempts and the process figures.
-
-    The chosen attempt has the fewest divergences (the later one on ties). If the child
-    is stopped (wall clock, CPU, memory) after at least one attempt finished, the
-    finished attempts stand and the stop is recorded as the last attempt.
-    """
-    _sweep_stale_workdirs()
-    workdir = Path(tempfile.mkdtemp(prefix=_WORKDIR_PREFIX))
-    try:
-        (workdir / JOB_FILE).write_text(json.dumps(job))
-        _copy_shared_cache(workdir)
-        stopped: ResourceLimit | None = None
-        try:
-            done = sandbox.run([_venv_python(), "-m", "workers.pymc_runner.child"],
-                               limits=limits, view=child_view(workdir),
-                               env=child_environment(workdir), address_space_limit=True,
-                               max_stdout_bytes=_MAX_STDOUT, stderr_tail_bytes=_STDERR_TAIL)
-            process = {"wall_seconds": round(done.wall_seconds, 3),
-                       "cpu_seconds": round(done.cpu_seconds, 3),
-                       "max_rss_mb": round(done.max_rss_mb, 1), "sandbox": done.sandbox}
-        except ResourceLimit as exc:  # killed (wall clock, CPU, output): attempts on disk stand
-            exc.details.setdefault("language", LANGUAGE)
-            stopped = exc
-            process = {"wall_seconds": exc.details.get("seconds", limits.wall_seconds),
-                       "stopped": exc.details.get("limit"), "sandbox": sandbox.mode()}
-        finished = {int(p.stem.split("-")[1]): json.loads(_read_output(p))
-                    for p in workdir.glob("attempt-*.json")}
-        attempts = [{"target_accept": finished[n]["target_accept"], "number": n,
-                     "divergences": finished[n]["stats"]["divergences"],
-                     "timings": finished[n]["timings"]} for n in sorted(finished)]
-        try:
-            if stopped is not None:
-                raise stopped
-            _raise_for_failure(done, workdir, limits)
-            skipped = json.loads(_read_output(workdir / SUMMARY_FILE))["skipped"]
-            attempts += [skipped] if skipped else []
-        except ResourceLimit as exc:
-            if not finished:
-                raise
-            attempts.append({"target_accept": job["target_accepts"][len(finished)]
-                             if len(finished) < len(job["target_accepts"]) else None,
-                             "error": exc.to_dict()})
-        chosen = min(reversed(attempts[:len(finished)]), key=lambda a: a["divergences"])
-        summary = finished[chosen["number"]]
-        npz_bytes = _read_output(workdir / attempt_file(chosen["number"], "npz"))
-        with np.load(io.BytesIO(npz_bytes), allow_pickle=False) as npz:
-            arrays = {summary["names"][key]: np.asarray(npz[key], dtype=np.float64)
-                      for key in summary["names"]}
-        if trusted_cache:  # our own program: what it compiled joins the shared cache
-            shutil.copytree(workdir / "pytensor", shared_compile_cache(), symlinks=True,
-                            dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.lock",
-                                                                             "lock_dir"))
-    finally:
-        shutil.rmtree(workdir, ignore_errors=True)
-    for name, values in arrays.items():
-        if values.shape[:2] != (job["chains"], job["draws"]):
-            raise ProgramRuntimeError(f"{name}: draws shaped {values.shape}, expected "
-                                      f"({job['chains']}, {job['draws']}, ...)",
-                                      language=LANGUAGE)
-    return summary, arrays, attempts, process
-
-
-def _raise_for_failure(done: sandbox.Completed, workdir: Path, limits: sandbox.Limits):
+def raise_for_failure(done: sandbox.Completed, out, limits: sandbox.Limits) -> None:
+    """Raise the error a failed child's exit means (``out(name)``: path of the output
+    ``name`` of the request it was serving)."""
     if done.returncode == 0:
         return
     if done.returncode == -signal.SIGXCPU:
@@ -305,23 +233,32 @@ def _raise_for_failure(done: sandbox.Completed, workdir: Path, limits: sandbox.L
                             limit="cpu", language=LANGUAGE,
                             seconds=round(done.cpu_seconds, 3))
     stderr = done.stderr.decode("utf-8", "replace")
-    reported = _reported_error(workdir, stderr)
+    reported = _reported_error(out, stderr)
     if done.returncode == EXIT_OUT_OF_MEMORY or (
             done.returncode != EXIT_PROGRAM_ERROR and _looks_like_memory(done, stderr, limits)):
         raise ResourceLimit(f"the PyMC program ran out of memory (limit "
                             f"{limits.memory_mb} MB)", limit="memory", language=LANGUAGE)
     if reported:
-        kind = {"refused": ProgramRefused, "load": CompileError,
-                "build": CompileError}.get(reported.get("stage"), ProgramRuntimeError)
-        raise kind(reported["message"], language=LANGUAGE, line=reported.get("line"))
+        raise_reported(reported)
     tail = " | ".join(stderr.strip().splitlines()[-3:])[-400:]
     raise ProgramRuntimeError(f"the PyMC process failed (exit {done.returncode}): {tail}",
                               language=LANGUAGE)
 
 
-def _reported_error(workdir: Path, stderr: str) -> dict | None:
+def raise_reported(reported: dict, limits: sandbox.Limits | None = None) -> None:
+    """Raise the program's failure the child reported in ``error.json``."""
+    if reported.get("memory"):
+        limit = f" (limit {limits.memory_mb} MB)" if limits else ""
+        raise ResourceLimit(f"the PyMC program ran out of memory{limit}", limit="memory",
+                            language=LANGUAGE)
+    kind = {"refused": ProgramRefused, "load": CompileError,
+            "build": CompileError}.get(reported.get("stage"), ProgramRuntimeError)
+    raise kind(str(reported.get("message"))[:500], language=LANGUAGE, line=reported.get("line"))
+
+
+def _reported_error(out, stderr: str) -> dict | None:
     try:
-        return json.loads(_read_output(workdir / ERROR_FILE))
+        return json.loads(read_output(out(ERROR_FILE)))
     except (OSError, ValueError, ProgramRuntimeError):
         lines = [ln for ln in stderr.splitlines() if ln.startswith("ppl-audit: ")]
         return {"stage": "sample", "message": lines[-1][len("ppl-audit: "):]} if lines else None
@@ -342,7 +279,7 @@ def _looks_like_memory(done: sandbox.Completed, stderr: str, limits: sandbox.Lim
     return killed and done.max_rss_mb > 0.8 * limits.memory_mb
 
 
-def _make_fit(summary, arrays, job, attempts, process) -> Fit:
+def make_fit(summary, arrays, job, attempts, process) -> Fit:
     draws: dict[str, np.ndarray] = {}
     for name in summary["reportable"]:
         scalars = flatten_array(name, arrays[name])
