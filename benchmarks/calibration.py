@@ -163,8 +163,8 @@ def markdown(rep: dict) -> str:
             f"{f(p.get('looks_median'), '{:g}')}/{f(p.get('looks_max'), '{:g}')} | {f(p['seconds_median'], '{:.1f}')} |")
     m = rep["machine"]
     lines.append("")
-    lines.append(f"commit {rep['commit'][:10]}, {m['cores']} cores, load {m['load_start']:.2f} at start, "
-                 f"{m['load_end']:.2f} at end; PyMC session: {m.get('pymc_session')}")
+    lines.append(f"commit {rep['commit'][:10]}, {m['cores']} cores, load average (1 min) "
+                 f"{f(m.get('load_min'))}–{f(m.get('load_max'))}; PyMC session per pair: {m.get('pymc_session')}")
     return "\n".join(lines)
 
 
@@ -250,15 +250,17 @@ def pairs() -> dict[str, Pair]:
 
 # ---------------------------------------------------------------- running
 
-def _session_factory():
-    """A context manager making one PymcSession per pair, or None when main has none yet."""
+def _session_factory(seeds: int):
+    """A function making one PymcSession per pair (limits: those of ``seeds`` audits'
+    scopes over its life), or None when ``run_audit`` takes no session."""
     from workers import pipeline
 
     if "pymc_session" not in inspect.signature(pipeline.run_audit).parameters:
         return None
     from workers.pymc_runner.session import PymcSession
 
-    return PymcSession
+    limits = pipeline.session_limits(audit_settings(0), scopes=seeds)
+    return lambda: PymcSession(limits)
 
 
 def audit_settings(seed: int):
@@ -342,8 +344,10 @@ def gross_evaluation(fits: dict, names: list[str], settings) -> dict:
     return out
 
 
-def machine_info(load_start: float, session_used: bool) -> dict:
-    return {"cores": os.cpu_count(), "load_start": load_start, "load_end": os.getloadavg()[0],
+def machine_info(rows: list[dict], session_used: bool) -> dict:
+    """Cores and the load average (1 min) seen at the start and end of each pair's runs."""
+    loads = [v for r in rows for v in (r.get("load") or {}).values()]
+    return {"cores": os.cpu_count(), "load_min": min(loads, default=None), "load_max": max(loads, default=None),
             "python": platform.python_version(), "platform": platform.platform(),
             "pymc_session": session_used}
 
@@ -382,6 +386,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--pairs", default="", help="comma-separated short names (default: all)")
     ap.add_argument("--out", default="reports/calibration.json")
     ap.add_argument("--markdown", action="store_true", help="print a markdown table at the end")
+    ap.add_argument("--append", action="store_true",
+                    help="keep the other pairs already in --out (run pairs in several sittings)")
     ap.add_argument("--no-session", action="store_true", help="fresh PyMC child per fit even if a session exists")
     ap.add_argument("--make-data", action="store_true", help="(re)write the synthetic data files and exit")
     args = ap.parse_args(argv)
@@ -394,16 +400,19 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [n for n in names if n not in builders]
     if unknown:
         ap.error(f"unknown pairs {unknown}; known: {', '.join(builders)}")
-    factory = None if args.no_session else _session_factory()
-    load_start = os.getloadavg()[0]
+    factory = None if args.no_session else _session_factory(args.seeds)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
+    if args.append and out.exists():
+        previous = json.loads(out.read_text())
+        rows = [r for r in previous["pairs"] if r["name"] not in names]
     settings = audit_settings(0).model_dump(mode="json")
     settings.pop("seed")
     for name in names:
         pair = builders[name]()
         runs = []
+        pair_load = os.getloadavg()[0]
         with (factory() if factory is not None else nullcontext()) as session:
             for i in range(args.seeds):
                 rec = run_one(pair, BASE_SEED + i, session)
@@ -413,11 +422,15 @@ def main(argv: list[str] | None = None) -> None:
                       file=sys.stderr, flush=True)
         row = pair_record(pair.name, pair.kind, pair.true_d, pair.true_r, runs)
         row["notes"] = pair.notes
+        row["load"] = {"start": round(pair_load, 2), "end": round(os.getloadavg()[0], 2)}
+        row["commit"] = commit()
+        if session is not None:  # child processes started (a kill restarts one) and fits served
+            row["pymc_session"] = {"children": session.children, "fits": session.fits}
         row.update(pair.extra)
         rows.append(row)
-        rep = report(rows, commit(), machine_info(load_start, factory is not None), settings)
+        rep = report(rows, commit(), machine_info(rows, factory is not None), settings)
         out.write_text(json.dumps(rep, indent=1) + "\n")  # after every pair: partial results survive
-    rep = report(rows, commit(), machine_info(load_start, factory is not None), settings)
+    rep = report(rows, commit(), machine_info(rows, factory is not None), settings)
     out.write_text(json.dumps(rep, indent=1) + "\n")
     if args.markdown:
         print(markdown(rep))

@@ -102,7 +102,9 @@ def test_pair_record_counts_verdicts_and_bounds_the_correct_pairs_rates():
 def test_report_has_the_shape_issue_14_asks_for_and_is_strict_json():
     rows = [cal.pair_record("a", "correct", 0.0, 1.0, _runs(["agree"] * 3)),
             cal.pair_record("b", "effect", 1.0, 1.0, _runs(["disagree", "inconclusive"]))]
-    machine = {"cores": 2, "load_start": 1.0, "load_end": 2.0, "pymc_session": True}
+    rows[0]["load"], rows[1]["load"] = {"start": 1.0, "end": 2.5}, {"start": 2.0, "end": 1.5}
+    machine = cal.machine_info(rows, True)
+    assert (machine["load_min"], machine["load_max"], machine["cores"]) == (1.0, 2.5, cal.os.cpu_count())
     rep = json.loads(json.dumps(cal.report(rows, "abc123", machine, {"rule": {}}), allow_nan=False))
     assert {"pairs", "commit", "machine"} <= set(rep)
     for p in rep["pairs"]:
@@ -112,4 +114,4 @@ def test_report_has_the_shape_issue_14_asks_for_and_is_strict_json():
         assert p["agree"] + p["inconclusive"] + p["disagree"] + p["error"] == p["seeds"]
     table = cal.markdown(rep).splitlines()
     assert len([line for line in table if line.startswith("| a ") or line.startswith("| b ")]) == 2
-    assert "load 1.00 at start" in table[-1]
+    assert "load average (1 min) 1.00–2.50" in table[-1]
