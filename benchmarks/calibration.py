@@ -293,6 +293,8 @@ def run_one(pair: Pair, seed: int, session) -> dict:
     rows = scope.get("comparisons") or []
     if rows:
         record["max_abs_d"] = round(max(abs(r["d"]) for r in rows if r.get("d") is not None), 3)
+    # parameters that did not agree, with their verdict (an effect pair's others should agree)
+    record["not_agreeing"] = {r["parameter"]: r["verdict"] for r in rows if r.get("verdict") != "agree"}
     if pair.effect_parameter:
         row = next((r for r in rows if r["parameter"] == pair.effect_parameter), None)
         if row is not None and row.get("d") is not None:
@@ -380,6 +382,40 @@ def make_normal_data(path: Path, seed: int = 15) -> None:
     path.write_text(json.dumps({"N": 20, "y": y.tolist(), "M": 10, "z": z.tolist()}))
 
 
+def verify_truth(draws: int = 25_000, seed: int = 7) -> dict:
+    """Long fits of every effect pair (PyMC NUTS baseline and each LazyPPL candidate,
+    4 chains x ``draws``, sandboxed as in an audit): mu's d and r from the draws, next to
+    the analytic values, and nu's (which should be 0 and 1)."""
+    from haskell_bridge import fit_lazyppl
+    from sandbox import Limits
+    from workers import compare
+    from workers.pymc_runner import fit_pymc
+
+    limits = Limits(cpu_seconds=1200, memory_mb=4096, wall_seconds=600)
+    builders = pairs()
+    first = builders["effect_d03"]()
+    base = fit_pymc(first.pymc_source, first.data, chains=4, tune=2000, draws=draws, seed=seed, limits=limits)
+    y = first.data["y"]
+    mean, sd = conjugate_posterior(y, M0, S0, SIGMA)
+    base_mu = compare.summarize(base.draws["mu"])
+    out = {"baseline": {"draws_per_chain": draws, "mu_mean": base_mu.mean, "mu_sd": base_mu.sd,
+                        "mu_mcse_mean": base_mu.mcse_mean, "analytic_mean": mean, "analytic_sd": sd}, "pairs": {}}
+    for name in ("effect_d03", "effect_d05", "effect_d10", "effect_r14", "effect_r07"):
+        pair = builders[name]()
+        cand = fit_lazyppl(pair.lazyppl_source, pair.data, chains=4, warmup=4000, draws=draws, thin=10,
+                           kernel="default", seed=seed, limits=limits)
+        row = {}
+        for param in ("mu", "nu"):
+            c = compare.compare_summaries(param, compare.summarize(cand.draws[param]),
+                                          compare.summarize(base.draws[param]), compare.Rule(k=2.0))
+            row[param] = {"d": round(c.d, 4), "D_2mcse": [round(v, 4) for v in c.d_interval],
+                          "r": round(c.r, 4), "R_2mcse": [round(v, 4) for v in c.r_interval]}
+        row["analytic"] = {"d": pair.true_d, "r": pair.true_r}
+        out["pairs"][name] = row
+        print(name, json.dumps(row), file=sys.stderr, flush=True)
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=40, help="audits (seeds) per pair")
@@ -390,7 +426,13 @@ def main(argv: list[str] | None = None) -> None:
                     help="keep the other pairs already in --out (run pairs in several sittings)")
     ap.add_argument("--no-session", action="store_true", help="fresh PyMC child per fit even if a session exists")
     ap.add_argument("--make-data", action="store_true", help="(re)write the synthetic data files and exit")
+    ap.add_argument("--verify-truth", metavar="OUT",
+                    help="long fits of the effect pairs (the analytic d, r checked by NUTS and "
+                         "LazyPPL) written to OUT, then exit")
     args = ap.parse_args(argv)
+    if args.verify_truth:
+        Path(args.verify_truth).write_text(json.dumps(verify_truth(), indent=1) + "\n")
+        return
     if args.make_data:
         make_logistic_data(MODELS / "logistic_data.json")
         make_normal_data(MODELS / "normal_data.json")
