@@ -37,6 +37,10 @@ class Rule:
     ess_bulk_min: float = 400.0
     ess_tail_min: float = 400.0
     max_divergences: int = 0
+    # a scope whose one fit failed its gates (R-hat/ESS only) may still disagree when
+    # every chain of that fit grossly differs from the other fit (GrossCheck.fires).
+    # Off by default: SPEC §4 says a failed gate is never disagree (docs/RULE.md)
+    gross_difference: bool = False
 
     @classmethod
     def from_settings(cls, rule) -> "Rule":
@@ -49,6 +53,7 @@ class Rule:
             ess_bulk_min=rule.ess_bulk_min,
             ess_tail_min=rule.ess_tail_min,
             max_divergences=rule.max_divergences,
+            gross_difference=getattr(rule, "gross_difference", False),
         )
 
 
@@ -170,6 +175,117 @@ def gate_failures(summaries: dict[str, Summary], divergences: int, rule: Rule) -
     return failures
 
 
+#: A chain with at least this single-chain bulk ESS has a mean (and SD) whose ArviZ MCSE
+#: can be trusted on its own (the same floor as ``workers.looks.USEFUL_CHAIN_ESS``).
+GROSS_MIN_CHAIN_ESS = 50.0
+
+
+@dataclass(frozen=True)
+class GrossCheck:
+    """Chain by chain, how far the fit that failed its gates lies from the fit that passed,
+    on one parameter (the "gross difference despite poor mixing" rule, docs/RULE.md).
+
+    For each chain c of the failing fit F, against the passing fit O (means m, SDs s,
+    MCSEs and bulk ESS from ArviZ on that chain alone, O's from all its chains):
+
+    * ``margin``: the largest m such that every chain's interval
+      ((m_C − m_B) ± k·√(mcse_c² + mcse_O²)) / s_O lies wholly beyond m on one and the
+      same side (d's sign convention: candidate minus baseline, here in units of the
+      passing fit's SD); NaN when the chains' intervals are not all on one side of 0;
+    * ``width_low`` / ``width_high``: the smallest lower end and the smallest upper end,
+      over chains, of the interval s_c / s_O · exp(± k·√((mcse_s,c/s_c)² + (mcse_s,O/s_O)²));
+    * ``min_chain_ess``: the smallest single-chain bulk ESS of F on this parameter.
+    """
+
+    parameter: str
+    failing: str  # "candidate" | "baseline"
+    margin: float
+    width_low: float
+    width_high: float
+    min_chain_ess: float
+
+    def fires(self, rule: "Rule", min_chain_ess: float = GROSS_MIN_CHAIN_ESS) -> str | None:
+        """Why this parameter grossly differs, or None. Every chain of F must have a
+        useful ESS, and then either
+
+        * every chain lies wholly outside the δ band on the same side, and no chain is
+          demonstrably narrower than O (a chain stuck in part of the posterior, such as
+          a funnel's neck or one of two modes, has a mean far from the posterior mean
+          but also a small SD: that is poor mixing, not a different posterior); or
+        * every chain is wholly wider than the SD band allows (only *wider* counts: a
+          slowly mixing chain explores too little, never too much).
+        """
+        if not (math.isfinite(self.min_chain_ess) and self.min_chain_ess >= min_chain_ess):
+            return None
+        lo, hi = rule.sd_ratio_band
+        # F's SD over O's: the band's edges in that direction
+        narrow, wide = (lo, hi) if self.failing == "candidate" else (1 / hi, 1 / lo)
+        if (math.isfinite(self.margin) and self.margin > rule.delta
+                and math.isfinite(self.width_high) and self.width_high >= narrow):
+            return (f"{self.parameter}: every {self.failing} chain lies more than {self.margin:.2f} "
+                    f"SDs from the other fit's mean (delta {rule.delta:g})")
+        if math.isfinite(self.width_low) and self.width_low > wide:
+            return (f"{self.parameter}: every {self.failing} chain is more than {self.width_low:.2f} "
+                    f"times as wide as the other fit (band up to {wide:.3g})")
+        return None
+
+
+def gross_check(name: str, failing: np.ndarray, passing: Summary, failing_is_candidate: bool,
+                k: float) -> GrossCheck:
+    """:class:`GrossCheck` of one parameter: ``failing`` is the (chains, draws) array of
+    the fit that failed its gates, ``passing`` the summary of the fit that passed."""
+    nan = float("nan")
+    x = np.asarray(failing, dtype=np.float64)
+    label = "candidate" if failing_is_candidate else "baseline"
+    if (x.ndim != 2 or x.shape[1] < 8 or not np.all(np.isfinite(x))
+            or not (_finite(passing.mean, passing.sd, passing.mcse_mean, passing.mcse_sd)
+                    and passing.sd > 0)):
+        return GrossCheck(name, label, nan, nan, nan, nan)
+    lows, highs, w_low, w_high, esses = [], [], [], [], []
+    for chain in x:
+        c = chain[None, :]
+        m, s = float(chain.mean()), float(chain.std(ddof=1))
+        if s <= 0:  # a chain that never moved: nothing to say
+            return GrossCheck(name, label, nan, nan, nan, 0.0)
+        mcse_m = float(np.squeeze(az.mcse(c, method="mean")))
+        mcse_s = float(np.squeeze(az.mcse(c, method="sd")))
+        esses.append(float(np.squeeze(az.ess(c, method="bulk"))))
+        diff = (m - passing.mean) if failing_is_candidate else (passing.mean - m)
+        half = k * math.hypot(mcse_m, passing.mcse_mean)
+        lows.append((diff - half) / passing.sd)
+        highs.append((diff + half) / passing.sd)
+        spread = k * math.hypot(mcse_s / s, passing.mcse_sd / passing.sd)
+        w_low.append(s / passing.sd * math.exp(-spread))
+        w_high.append(s / passing.sd * math.exp(spread))
+    if not _finite(*lows, *highs, *w_low, *w_high, *esses):
+        return GrossCheck(name, label, nan, nan, nan, nan)
+    if min(lows) > 0:
+        margin = min(lows)
+    elif max(highs) < 0:
+        margin = -max(highs)
+    else:
+        margin = nan
+    return GrossCheck(name, label, margin, min(w_low), min(w_high), min(esses))
+
+
+def gross_checks(candidate: dict[str, np.ndarray], baseline: dict[str, np.ndarray],
+                 summaries: tuple[dict[str, Summary], dict[str, Summary]],
+                 gates: tuple[tuple[str, ...], tuple[str, ...]], names: list[str],
+                 rule: "Rule") -> tuple[GrossCheck, ...]:
+    """Gross-difference checks of a scope in which exactly one fit failed its gates, on
+    R-hat or ESS only (divergences mean a biased sampler: no check); () otherwise."""
+    cand_gates, base_gates = gates
+    if bool(cand_gates) == bool(base_gates):
+        return ()
+    failing_gates = cand_gates or base_gates
+    if not all(("ESS of" in g) or ("R-hat of" in g) for g in failing_gates):
+        return ()
+    failing_is_candidate = bool(cand_gates)
+    draws = candidate if failing_is_candidate else baseline
+    passing = summaries[1] if failing_is_candidate else summaries[0]
+    return tuple(gross_check(n, draws[n], passing[n], failing_is_candidate, rule.k) for n in names)
+
+
 #: Above this R-hat, chains sit in different modes; longer chains rarely bring them together.
 RHAT_CURABLE_MAX = 1.1
 
@@ -227,6 +343,8 @@ class ScopeComparison:
     baseline_gates: tuple[str, ...]
     comparisons: tuple[Comparison, ...]
     hints: tuple[str, ...] = field(default=())
+    # chain-by-chain checks of the fit that failed its gates (empty when none was made)
+    gross: tuple[GrossCheck, ...] = field(default=())
 
     @property
     def gates_passed(self) -> bool:
@@ -252,16 +370,26 @@ def compare_draws(
     cand_gates = tuple(gate_failures(cand, candidate_divergences, rule))
     base_gates = tuple(gate_failures(base, baseline_divergences, rule))
     comparisons = tuple(compare_summaries(n, cand[n], base[n], rule) for n in names)
-    verdict, reason = scope_verdict(cand_gates, base_gates, comparisons, labels)
+    gross = (gross_checks(candidate, baseline, (cand, base), (cand_gates, base_gates), names, rule)
+             if rule.gross_difference else ())
+    fired = tuple(r for r in (g.fires(rule) for g in gross) if r)
+    verdict, reason = scope_verdict(cand_gates, base_gates, comparisons, labels, gross=fired)
     hints = scope_hints(comparisons)
-    return ScopeComparison(verdict, reason, cand_gates, base_gates, comparisons, hints)
+    return ScopeComparison(verdict, reason, cand_gates, base_gates, comparisons, hints, gross)
 
 
-def scope_verdict(cand_gates, base_gates, comparisons, labels=("candidate", "baseline")) -> tuple[str, str]:
-    """Verdict and reason for one scope. A failed gate makes it inconclusive, never disagree."""
+def scope_verdict(cand_gates, base_gates, comparisons, labels=("candidate", "baseline"),
+                  gross: tuple[str, ...] = ()) -> tuple[str, str]:
+    """Verdict and reason for one scope. A failed gate makes it inconclusive, never
+    disagree, unless ``gross`` names parameters on which the failing fit's every chain
+    grossly differs from the other fit (:meth:`GrossCheck.fires`): then it is disagree,
+    with the gate failure in the reason."""
     if cand_gates or base_gates:
         parts = [f"{lab} failed its gates: {'; '.join(g[:3])}{' …' if len(g) > 3 else ''}"
                  for lab, g in zip(labels, (cand_gates, base_gates)) if g]
+        if gross:
+            return DISAGREE, (f"gross difference despite failed gates: {'; '.join(gross[:3])}"
+                              f"{' …' if len(gross) > 3 else ''} ({' / '.join(parts)})")
         return INCONCLUSIVE, " / ".join(parts)
     bad = [c.parameter for c in comparisons if c.verdict == DISAGREE]
     if bad:
@@ -275,7 +403,8 @@ def scope_verdict(cand_gates, base_gates, comparisons, labels=("candidate", "bas
 def pair_verdict(scope_verdicts: dict[str, str]) -> str:
     """agree if every scope agrees; disagree if any scope disagrees; else inconclusive.
 
-    A scope only reaches ``disagree`` when its gates passed (see :func:`scope_verdict`).
+    A scope only reaches ``disagree`` when its gates passed, or when one fit failed them
+    but every chain of it grossly differs from the other fit (see :func:`scope_verdict`).
     """
     values = list(scope_verdicts.values())
     if not values:

@@ -179,6 +179,9 @@ def comparison_evidence(result: compare.ScopeComparison, labels: tuple[str, str]
         "verdict": result.verdict, "reason": result.reason, "hints": list(result.hints),
         "gates": {cand: list(result.candidate_gates), base: list(result.baseline_gates)},
         "comparisons": comparison_rows(result, labels),
+        # chain-by-chain checks of the fit that failed its gates (docs/RULE.md), if made
+        "gross": [{**asdict(g), "failing": cand if g.failing == "candidate" else base}
+                  for g in result.gross],
     }
 
 

@@ -60,6 +60,12 @@ class RuleSettings(_Group):
     ess_bulk_min: float = Field(400, ge=0)
     ess_tail_min: float = Field(400, ge=0)
     max_divergences: int = Field(0, ge=0)
+    # issue 14 item 3 (docs/RULE.md): a scope whose one fit failed its gates on R-hat or
+    # ESS only may still disagree when every chain of that fit, alone with its own MCSE,
+    # lies wholly outside the delta band (or is wholly wider than the SD band). Opt-in:
+    # SPEC §4 (binding) says a failed gate is never disagree; on by default only once
+    # the SPEC says so
+    gross_difference: bool = False
 
     @field_validator("sd_ratio_band")
     @classmethod

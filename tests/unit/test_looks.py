@@ -125,3 +125,22 @@ def test_a_side_too_noisy_for_the_interval_is_grown_too():
     result = compare.ScopeComparison(compare.INCONCLUSIVE, "", (), (), (c,))
     pc, pb = looks.project(result, RULE, (True, False))
     assert math.isfinite(pc.factor) and math.isfinite(pb.factor) and pb.factor > 1
+
+
+def test_while_a_gate_fails_only_the_gates_are_projected():
+    """catches: a poorly mixed fit's r (here ~1.5 at bulk ESS ~30) taken at face value,
+    projecting a huge factor to shrink R past the band (calibration study: 139x, over the
+    draw cap, stopped correct hierarchical audits at their first look)."""
+    rng = np.random.default_rng(8)
+    base = rng.standard_normal((4, 20_000))
+    cand = 1.5 * ar1(rng, 4, 1000, 0.97)                   # slow, and wide by chance
+    first = scope(cand, base)
+    assert first.candidate_gates and first.verdict == compare.INCONCLUSIVE
+    c = first.comparisons[0]
+    assert compare.interval_states(c.d_interval, c.r_interval, RULE)[1] != "in"
+    p_cand, _ = looks.project(first, RULE, (True, False))
+    s = compare.summarize(cand)
+    gates_only = max(looks.MARGIN * RULE.ess_bulk_min / s.ess_bulk, looks.MARGIN * RULE.ess_tail_min / s.ess_tail,
+                     looks.MARGIN * (s.rhat - 1) / (RULE.rhat_max - 1), looks.MIN_FACTOR)
+    assert math.isclose(p_cand.factor, gates_only, rel_tol=1e-9)
+    assert all(("ESS" in why) or ("R-hat" in why) for why in p_cand.reasons)
