@@ -270,7 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     quiet_third_party_warnings()
     argv = sys.argv[1:] if argv is None else argv
     command = next((a for a in argv if not a.startswith("-")), None)
-    early = _early_pymc_session() if command == "audit" and "--help" not in argv else None
+    early = (_early_pymc_session(min(2, max(1, argv.count("--scope"))))
+             if command == "audit" and "--help" not in argv else None)
     try:
         args = build_parser(local_arguments=command in LOCAL_COMMANDS).parse_args(argv)
         if early is not None:
@@ -281,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
             early.close()
 
 
-def _early_pymc_session():
+def _early_pymc_session(children: int):
     """`ppl-audit audit`: start the audit's PyMC session (a sandboxed child importing
     PyMC, 2-4 s) before this process imports the local runner (ArviZ, SQLAlchemy: as
     long again), for default budgets; other settings start their own session."""
@@ -293,7 +294,7 @@ def _early_pymc_session():
         if sandbox.mode() == "bwrap":
             sandbox.check_available()
         standby = Standby()
-        standby.refill(limits_for(AuditSettings()))
+        standby.refill(limits_for(AuditSettings()), children)  # a child per scope
         return standby
     except Exception:  # noqa: BLE001 - the audit then starts its session (and reports)
         return None

@@ -176,7 +176,14 @@ class PymcSession:
         self.children = 0
         self.fits = 0
         self._slots: list[_Slot] = []
-        self._add_slot()
+        self.prestart(self.max_children)
+
+    def prestart(self, children: int) -> None:
+        """Start children up to ``children`` (at most ``max_children``) now, so their
+        imports run before the fits that will need them arrive."""
+        with self._lock:
+            while len(self._slots) < min(children, self.max_children) and not self._closed:
+                self._add_slot()
 
     def _add_slot(self) -> _Slot:
         slot = _Slot(self.limits)
@@ -372,13 +379,15 @@ class Standby:
             session, self._session = self._session, None
         if session is not None and session.alive and session.limits == limits:
             session.max_children = max(1, int(max_children))
+            session.prestart(session.max_children)
             return session
         if session is not None:
             session.close()
         return PymcSession(limits, max_children=max_children)
 
-    def refill(self, limits: sandbox.Limits) -> None:
-        """Start the next standby unless a live one with these limits is waiting."""
+    def refill(self, limits: sandbox.Limits, children: int = 1) -> None:
+        """Start the next standby (with ``children`` children) unless a live one with
+        these limits is waiting."""
         with self._lock:
             current = self._session
             if current is not None and current.alive and current.limits == limits:
@@ -387,7 +396,7 @@ class Standby:
         if current is not None:
             current.close()
         try:
-            fresh = PymcSession(limits)
+            fresh = PymcSession(limits, max_children=children)
         except Exception:  # noqa: BLE001 - no standby; the next scope starts its own
             return
         with self._lock:
