@@ -12,6 +12,11 @@ with ``PPL_AUDIT_SANDBOX=none`` in the same run and prints both medians and thei
 ``--versus-import`` (issue 11) runs, alternately in the same run, one bare ``python -c
 "import pymc"`` in the same venv and one warm audit, and prints both medians, their
 ratio and where the audit's PyMC time went (imports, compiles, samplings).
+``--service`` does the same through the service: its own database, API and two Celery
+workers (one per core, each pool process holding a standby PyMC session, issue 11),
+time from ``POST /api/v1/audits`` to the audit reading ``done``, waiting before each
+audit until the workers are idle (standbys imported and pre-warmed), as a deployed
+worker between jobs.
 The shared PyTensor cache (seeded by ``ppl-audit warm-cache``) is the machine's own in
 every mode; it is what a deployed worker has.
 """
@@ -58,7 +63,12 @@ def main() -> None:
                     help="warm audits with and without the OS sandbox, alternately")
     ap.add_argument("--versus-import", action="store_true",
                     help="warm audits and bare `import pymc`, alternately")
+    ap.add_argument("--service", action="store_true",
+                    help="with --versus-import: audits through the REST API and workers")
     args = ap.parse_args()
+    if args.service:
+        service_latency(args.repeat)
+        return
     if args.sandbox_compare:
         sandbox_compare(args.repeat)
         return
@@ -129,6 +139,55 @@ def versus_import(repeat: int) -> None:
     a, i = statistics.median(audits), statistics.median(imports)
     print(f"median over {repeat}: audit {a:.2f} s, import pymc {i:.2f} s, ratio {a / i:.2f}")
     print(f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
+
+
+def service_latency(repeat: int) -> None:
+    """Time to verdict through the service with idle workers (standby sessions ready)."""
+    import statistics
+
+    import httpx
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from fanout import Run  # noqa: E402 - the benchmark's service harness
+
+    pair = {"pymc": {"source": (FIX / "model.py").read_text()},
+            "lazyppl": {"source": (FIX / "Model.hs").read_text()},
+            "scopes": {"visible": json.loads((FIX / "visible.json").read_text()),
+                       "full": json.loads((FIX / "full.json").read_text())}}
+    run = Run("latency", (0, 1), Path(tempfile.mkdtemp(prefix="ppl-audit-latency-")))
+    imports, audits = [], []
+    try:
+        run.start()
+        headers = {"Authorization": f"Bearer {run.token}"}
+        with httpx.Client(base_url=run.base, headers=headers, timeout=30) as client:
+            for i in range(repeat + 1):  # the first audit compiles the LazyPPL program
+                for worker in run.workers:
+                    run._wait_idle(worker)
+                imported = bare_import()
+                for worker in run.workers:
+                    run._wait_idle(worker)
+                t0 = time.monotonic()
+                r = client.post("/api/v1/audits", json={**pair, "name": f"latency {i}",
+                                                        "settings": {"seed": 100 + i}})
+                r.raise_for_status()
+                url = r.json()["url"]
+                while (body := client.get(url).json())["status"] not in ("done", "failed"):
+                    time.sleep(0.1)
+                wall = time.monotonic() - t0
+                print(f"{'warm-up' if i == 0 else 'audit'} {wall:5.2f} s, verdict "
+                      f"{body.get('verdict')} | import pymc {imported:5.2f} s", flush=True)
+                for name, scope in ((body.get("evidence") or {}).get("scopes") or {}).items():
+                    fits = [look.get("pymc_fit") or {} for look in scope.get("looks", [])]
+                    print(f"    {name}: {scope.get('seconds')} s in the worker; PyMC "
+                          + "; ".join(", ".join(f"{k} {v}" for k, v in f.items()) for f in fits))
+                if i:
+                    imports.append(imported)
+                    audits.append(wall)
+    finally:
+        run.close()
+    a, i = statistics.median(audits), statistics.median(imports)
+    print(f"service, median over {repeat}: audit {a:.2f} s, import pymc {i:.2f} s, "
+          f"ratio {a / i:.2f}; load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores")
 
 
 if __name__ == "__main__":

@@ -159,7 +159,8 @@ def pymc_fit_record(fit: Fit) -> dict:
     session = fit.stats.get("session") or {}
     t = fit.timings
     return {"compiled": bool(session.get("compiled")), "session_fit": session.get("fit"),
-            **{k: t.get(k) for k in ("import", "build", "compile", "sample", "process")}}
+            **{k: t.get(k) for k in ("import", "prewarm", "build", "compile", "sample",
+                                     "process")}}
 
 
 def comparison_rows(result: compare.ScopeComparison, labels: tuple[str, str]) -> list[dict]:

@@ -151,7 +151,7 @@ def run_audit_scope(self, *, audit_id: str, scope: str) -> str:
 @task_postrun.connect
 def _after_task(sender=None, **_) -> None:
     """After a scope (which closed the standby it took), start the next standby."""
-    if sender is run_audit_scope:
+    if getattr(sender, "name", None) == TASK_SCOPE:  # the sender is the bound task
         _refill_standby()
 
 

@@ -160,3 +160,17 @@ def test_backend_auto_applies_the_measured_rule_and_records_it():
     assert choice["size"]["free_scalars"] == 10 and choice["size"]["observed_scalars"] == 8
     assert "small model" in choice["reason"]
     assert abs(float(np.mean(fit.draws["mu"])) - 4.4) < 1.5
+
+
+def test_the_worker_starts_the_next_standby_after_each_scope_task(monkeypatch):
+    """The Celery wiring (found by benchmarks/audit_latency.py --service: the signal's
+    sender is the bound task, not the module-level proxy, so no standby was ever
+    refilled after the first scope)."""
+    from workers import tasks
+    from workers.celery_app import TASK_FINISH, TASK_SCOPE, app
+
+    calls = []
+    monkeypatch.setattr(tasks, "_refill_standby", lambda: calls.append(1))
+    tasks._after_task(sender=app.tasks[TASK_SCOPE])
+    tasks._after_task(sender=app.tasks[TASK_FINISH])
+    assert calls == [1]
