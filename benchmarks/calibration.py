@@ -257,9 +257,13 @@ def _session_factory(seeds: int):
 
     if "pymc_session" not in inspect.signature(pipeline.run_audit).parameters:
         return None
-    from workers.pymc_runner.session import PymcSession
+    from dataclasses import replace
 
-    limits = pipeline.session_limits(audit_settings(0), scopes=seeds)
+    from workers.pymc_runner.session import PymcSession, limits_for
+
+    one = limits_for(audit_settings(0))  # one scope's; the session serves every seed's
+    limits = replace(one, cpu_seconds=seeds * one.cpu_seconds,
+                     wall_seconds=seeds * one.wall_seconds)
     return lambda: PymcSession(limits)
 
 

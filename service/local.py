@@ -157,9 +157,11 @@ def _run_with_progress(request: pipeline.AuditRequest, console: Console, prefix:
                        standby=None):
     """Run the audit; ``standby`` (the CLI's early-started PyMC session) serves its PyMC
     side when its limits fit the audit's settings, and is closed with it."""
+    from workers.pymc_runner.session import limits_for
+
     session = None
     if standby is not None:
-        session = standby.take(pipeline.session_limits(request.settings),
+        session = standby.take(limits_for(request.settings),
                                max_children=min(len(request.scopes),
                                                 pipeline.MAX_PARALLEL_SCOPES))
     try:

@@ -127,7 +127,9 @@ def fit_scope(job: ScopeJob, progress: pipeline.Progress,
     from service.submission import is_reference_audit
 
     settings = scope_settings(job.settings, wall_seconds)
-    session = pymc_sessions(pipeline.session_limits(settings)) if pymc_sessions else None
+    from workers.pymc_runner.session import limits_for
+
+    session = pymc_sessions(limits_for(settings)) if pymc_sessions else None
     try:
         if is_reference_audit(job.lazyppl_source, job.posterior):
             return _fit_reference_scope(job, progress, session)

@@ -265,13 +265,6 @@ def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, se
                        wall_seconds=limits.wall_seconds)
 
 
-def session_limits(s: AuditSettings) -> Limits:
-    """See :func:`workers.pymc_runner.session.limits_for`."""
-    from workers.pymc_runner.session import limits_for
-
-    return limits_for(s)
-
-
 class _OwnSession:
     """The given PyMC session, or a new one (closed on exit) when none was given."""
 
@@ -282,10 +275,10 @@ class _OwnSession:
     def __enter__(self):
         if self.given is not None:
             return self.given
-        from workers.pymc_runner.session import PymcSession
+        from workers.pymc_runner.session import PymcSession, limits_for
 
         # one child per scope fitted at the same time: their compiles overlap
-        self.own = PymcSession(session_limits(self.settings),
+        self.own = PymcSession(limits_for(self.settings),
                                max_children=min(self.scopes, MAX_PARALLEL_SCOPES))
         return self.own
 

@@ -76,11 +76,11 @@ def _refill_standby() -> None:
     if keeper is None:
         return
     try:
-        from workers import pipeline
+        from workers.pymc_runner.session import limits_for
         from workers.settings import AuditSettings
 
         settings = steps.scope_settings(AuditSettings(), app.ppl_settings.celery.scope_wall_seconds)
-        keeper.refill(pipeline.session_limits(settings))
+        keeper.refill(limits_for(settings))
     except Exception:  # noqa: BLE001
         log.warning("could not start a standby PyMC session", exc_info=True)
 
