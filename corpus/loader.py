@@ -231,21 +231,23 @@ def read_meta(name: str) -> dict:
     return meta
 
 
-def load(name: str) -> CorpusEntry:
-    """Everything needed to audit one translated posterior."""
+def load(name: str, db: PosteriorDatabase | None = None) -> CorpusEntry:
+    """Everything needed to audit one translated posterior: our programs and meta, with
+    posteriordb's data and reference draws from the shipped snapshot or from ``db`` (a
+    user's checkout, :func:`open_database`)."""
     folder = TRANSLATIONS_DIR / name
     missing = [f for f in TRANSLATION_FILES if not (folder / f).is_file()]
     if missing:
         raise KeyError(f"posterior {name!r} has no translation ({', '.join(missing)} missing)")
     meta = read_meta(name)
-    reference = load_reference(name)
+    reference = load_reference(name, db)
     unknown = [p for p in meta["parameters"] if p not in reference.reportable]
     if unknown:
         raise ValueError(
             f"{name}/meta.json parameters {unknown} are not in the reference draws "
             f"(which hold {reference.reportable})"
         )
-    full = load_data(name)
+    full = load_data(name, db)
     return CorpusEntry(
         name=name,
         pymc_source=(folder / "model.py").read_text(encoding="utf-8"),

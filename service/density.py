@@ -125,7 +125,8 @@ def scope_overlays(session, audit, scope: str, evidence: dict, *, max_scalars: i
                    max_mb: float) -> list[str]:
     """SVG overlays for one scope of a stored audit: each parameter that disagrees or is
     inconclusive (LazyPPL vs PyMC, or PyMC vs the reference), from the last look's stored
-    fits and, on posteriordb's ``full`` scope, the shipped reference draws. Stored draws
+    fits and, on posteriordb's ``full`` scope, the reference draws (stored with the audit
+    when they came from a user's posteriordb checkout, else the shipped ones). Stored draws
     come from untrusted programs: each fit passes the download checks first, and a fit
     that fails them is left out."""
     from service.db import audits as audit_repo
@@ -144,7 +145,7 @@ def scope_overlays(session, audit, scope: str, evidence: dict, *, max_scalars: i
         return []
     names = [n for n, _ in targets]
     sides: dict[str, dict[str, np.ndarray]] = {}
-    for language in ("lazyppl", "pymc"):
+    for language in ("lazyppl", "pymc", "reference"):  # reference: kept from a user's posteriordb
         record = audit_repo.fit_record(session, audit.id, scope, language)
         if record is None:
             continue
@@ -153,7 +154,7 @@ def scope_overlays(session, audit, scope: str, evidence: dict, *, max_scalars: i
         except UnservableDraws:
             continue
         sides[language] = read_members(record.draws, names)
-    if audit.posterior and (scope == "full" or evidence.get("kind") == "reference"
+    if "reference" not in sides and audit.posterior and (scope == "full" or evidence.get("kind") == "reference"
                             or evidence.get("reference")):
         try:
             from corpus.loader import load_reference

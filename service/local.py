@@ -52,11 +52,16 @@ def add_batch_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fresh", action="store_true",
                    help="recompute audits even when an identical one is stored")
     p.add_argument("--database", metavar="PATH",
-                   help="a posteriordb checkout to read instead of the shipped subset "
-                   "(with --pymc-from database)")
+                   help="a posteriordb checkout (any commit, posteriordb's layout) to read data "
+                   "and reference draws from instead of the shipped subset")
     p.add_argument("--pymc-from", choices=["translations", "database"], default="translations",
-                   help="translations: our PyMC/LazyPPL pairs (default); database: each "
-                   "posterior's own PyMC implementation against its reference draws")
+                   help="whose PyMC program: our translations (default) or each posterior's "
+                   "own implementation in the database (model_implementations.pymc)")
+    p.add_argument("--lazyppl-from", choices=["translations", "none"],
+                   help="translations: audit against our LazyPPL translation where there is "
+                   "one (and check both against the reference); none: the PyMC program "
+                   "against the reference draws alone (default: translations with our PyMC "
+                   "programs, none with --pymc-from database)")
     p.add_argument("--profile", choices=["strict", "standard"],
                    help="PyMC profile (overrides the settings file; default strict)")
 
@@ -220,12 +225,13 @@ def audit_main(args: argparse.Namespace) -> int:
         err.print(f"ppl-audit: {e}", style="red", markup=False)
         return 2
     if not isinstance(request, pipeline.AuditRequest):
-        from workers.reference_audit import run_reference_audit
+        from service import reference_batch
 
         with _Progress(err) as progress:
-            evidence, _ = run_reference_audit(request, progress=progress)
-        # not stored: the audit table holds LazyPPL/PyMC pairs (a reference audit's
-        # evidence is printed, or written with --json)
+            evidence, fits = reference_batch.run(request, progress)
+        if not args.no_save:
+            evidence["id"] = reference_batch.store(_session_factory(), request, evidence, fits,
+                                                   source="cli", keep_reference=False)
         if args.json:
             print(json.dumps(evidence, indent=2))
         else:
@@ -242,15 +248,18 @@ def audit_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def corpus_request(name: str, settings: AuditSettings) -> pipeline.AuditRequest:
-    """The audit of one shipped posteriordb posterior (reference checked on ``full``)."""
+def corpus_request(name: str, settings: AuditSettings, db=None,
+                   pymc_source: str | None = None) -> pipeline.AuditRequest:
+    """The audit of one translated posteriordb posterior (reference checked on ``full``):
+    our programs, or ``pymc_source`` in place of our PyMC program; data and reference from
+    the shipped subset or ``db``."""
     from corpus.loader import load
 
-    entry = load(name)
+    entry = load(name, db)
     return pipeline.AuditRequest(
-        name=name, pymc_source=entry.pymc_source, lazyppl_source=entry.lazyppl_source,
-        scopes=entry.scopes, parameters=entry.parameters, settings=settings,
-        reference=entry.reference, reference_scope="full")
+        name=name, pymc_source=pymc_source or entry.pymc_source,
+        lazyppl_source=entry.lazyppl_source, scopes=entry.scopes, parameters=entry.parameters,
+        settings=settings, reference=entry.reference, reference_scope="full")
 
 
 def find_reusable(sessions, request: pipeline.AuditRequest, posterior: str) -> dict | None:
@@ -293,74 +302,115 @@ def batch_entry(evidence: dict, seconds: float, reused: bool) -> dict:
 
 
 def run_batch(names: list[str], settings: AuditSettings, *, console: Console, fresh: bool = False,
-              save: bool = True) -> dict:
-    """Audit each posterior in turn (reusing identical stored audits) and summarise."""
+              save: bool = True, db=None, pymc_from: str = "translations",
+              lazyppl: bool = True, progress: bool = False) -> dict:
+    """Audit each posterior in turn and summarise. A posterior is audited as a pair (its
+    PyMC program against our LazyPPL translation, both checked against the reference)
+    when ``lazyppl`` and we have translated it, else as a reference audit (the PyMC
+    program against the reference draws). ``pymc_from="database"`` takes each
+    posterior's own PyMC program from the database. Identical stored pair audits are
+    reused (not with a user's database: its reference draws may differ from ours)."""
+    from corpus.loader import TRANSLATIONS_DIR, list_posteriors, pymc_implementation
+    from service import reference_batch
+
     sessions = _session_factory() if save else None
+    translated = set(list_posteriors())
     entries, evidences = [], []
     started = time.monotonic()
     for i, name in enumerate(names, 1):
         t0 = time.monotonic()
         prefix = f"[{i}/{len(names)}] {name}: "
+        bar = (lambda: _Progress(console, prefix)) if progress else None
         try:
-            request = corpus_request(name, settings)
-        except (KeyError, OSError, ValueError) as e:
+            if pymc_from == "database":
+                source = pymc_implementation(name, db)
+            else:
+                source = (TRANSLATIONS_DIR / name / "model.py").read_text(encoding="utf-8")
+        except (KeyError, OSError) as e:
             raise InvalidRequest(f"posterior {name!r}: {e}") from None
-        evidence = None if (fresh or not save) else find_reusable(sessions, request, name)
-        reused = evidence is not None
-        if evidence is None:
-            evidence, fits = _run_with_progress(request, console, prefix)
-            if save:
-                evidence["id"] = str(store_result(sessions, request, evidence, fits,
-                                                  source="cli-batch", posterior=name))
-        entry = batch_entry(evidence, time.monotonic() - t0, reused)
+        reused = False
+        if source is None:
+            evidence = reference_batch.missing(
+                name, "the database has no PyMC implementation (model_implementations.pymc) "
+                "of this posterior")
+            entry = reference_batch.entry(evidence, time.monotonic() - t0)
+        elif lazyppl and name in translated:
+            try:
+                request = corpus_request(name, settings, db, source)
+            except (KeyError, OSError, ValueError) as e:
+                raise InvalidRequest(f"posterior {name!r}: {e}") from None
+            evidence = (None if (fresh or not save or db is not None)
+                        else find_reusable(sessions, request, name))
+            reused = evidence is not None
+            if evidence is None:
+                evidence, fits = _run_with_progress(request, console, prefix)
+                if save:
+                    if db is not None:  # the shipped snapshot could not re-derive them
+                        fits[("full", "reference", 1)] = request.reference
+                    evidence["id"] = str(store_result(sessions, request, evidence, fits,
+                                                      source="cli-batch", posterior=name))
+            entry = batch_entry(evidence, time.monotonic() - t0, reused)
+        else:
+            try:
+                request = reference_batch.request(name, source, settings, db)
+            except (FileNotFoundError, ValueError) as e:
+                evidence = reference_batch.missing(name, str(e))
+            else:
+                if bar is not None:
+                    with bar() as p:
+                        evidence, fits = reference_batch.run(request, p)
+                else:
+                    evidence, fits = reference_batch.run(request)
+                if save:
+                    evidence["id"] = reference_batch.store(
+                        sessions, request, evidence, fits, source="cli-batch",
+                        keep_reference=db is not None)
+            entry = reference_batch.entry(evidence, time.monotonic() - t0)
         console.print(f"{prefix}{entry['verdict']}{' (stored result reused)' if reused else ''}"
-                      f" in {entry['seconds']:.0f} s")
+                      f" in {entry['seconds']:.0f} s", highlight=False)
         entries.append(entry)
         evidences.append(evidence)
-    return {"source": "posteriordb", "posteriors": entries,
-            "summary": batch_summary(evidences), "settings": settings.model_dump(mode="json"),
+    return {"source": "posteriordb", "database": str(db.path) if db is not None else "shipped",
+            "pymc_from": pymc_from, "lazyppl_from": "translations" if lazyppl else "none",
+            "posteriors": entries, "summary": batch_summary(evidences),
+            "settings": settings.model_dump(mode="json"),
             "seconds": round(time.monotonic() - started, 1)}
 
 
 def batch_main(args: argparse.Namespace) -> int:
-    """A local batch over the shipped corpus, with progress and the SPEC §4 summary."""
-    from corpus.loader import list_posteriors
+    """A local batch over posteriordb posteriors, with progress and the SPEC §4 summary."""
+    from corpus.loader import list_posteriors, open_database
 
     out, err = _stdout_console(), Console(stderr=True)
-    if args.pymc_from == "database" or args.database:
-        return _reference_batch_main(args, out, err)
+    lazyppl_from = args.lazyppl_from or ("none" if args.pymc_from == "database"
+                                         else "translations")
     try:
-        available = list_posteriors()
+        db = None
+        if args.database:
+            try:
+                db = open_database(args.database)
+            except (OSError, ValueError) as e:
+                raise InvalidRequest(f"--database {args.database}: {e}") from None
+        in_db = set(db.posterior_names()) if db is not None else None
+        if args.pymc_from == "database":
+            if db is None:
+                raise InvalidRequest("--pymc-from database needs --database PATH (the shipped "
+                                     "subset holds no PyMC programs of posteriordb's)")
+            available = sorted(in_db)
+        else:
+            available = [n for n in list_posteriors() if in_db is None or n in in_db]
         if args.posteriors:
             names = [n.strip() for n in args.posteriors.split(",") if n.strip()]
             unknown = [n for n in names if n not in available]
             if unknown:
-                raise InvalidRequest(f"not in the translated corpus: {', '.join(unknown)}")
+                where = ("the database" if args.pymc_from == "database"
+                         else "the translated corpus" + (" and the database" if db else ""))
+                raise InvalidRequest(f"not in {where}: {', '.join(unknown)}")
         else:
             names = available
-        report = run_batch(names, _audit_settings(args), console=err, fresh=args.fresh)
-    except AuditError as e:
-        err.print(f"ppl-audit: {e}", style="red", markup=False)
-        return 2
-    if args.json:
-        print(json.dumps(report, indent=2))
-    else:
-        print_batch(out, report)
-    return 0
-
-
-def _reference_batch_main(args: argparse.Namespace, out: Console, err: Console) -> int:
-    """`--pymc-from database`: each posterior's own PyMC program vs its reference."""
-    from service.reference_batch import run_reference_batch
-
-    try:
-        if args.pymc_from != "database" or not args.database:
-            raise InvalidRequest("--database PATH and --pymc-from database go together "
-                                 "(our translations are audited on the shipped subset)")
-        names = ([n.strip() for n in args.posteriors.split(",") if n.strip()]
-                 if args.posteriors else None)
-        report = run_reference_batch(args.database, names, _audit_settings(args), console=err,
-                                     progress_factory=lambda prefix: _Progress(err, prefix))
+        report = run_batch(names, _audit_settings(args), console=err, fresh=args.fresh, db=db,
+                           pymc_from=args.pymc_from, lazyppl=lazyppl_from == "translations",
+                           progress=True)
     except AuditError as e:
         err.print(f"ppl-audit: {e}", style="red", markup=False)
         return 2

@@ -114,7 +114,7 @@ def get_audit(audit_id: uuid.UUID, session: SessionDep) -> dict:
 @router.get("/{audit_id}/fits/{scope}/{language}.nc", dependencies=[ReadAccess],
             responses={200: {"content": {"application/x-netcdf": {}}}, 404: {"model": Problem}},
             response_class=Response, summary="Draws of one fit as NetCDF (ArviZ InferenceData)")
-def download_fit(audit_id: uuid.UUID, scope: str, language: Literal["pymc", "lazyppl"],
+def download_fit(audit_id: uuid.UUID, scope: str, language: Literal["pymc", "lazyppl", "reference"],
                  session: SessionDep, request: Request) -> Response:
     """Refused (422, naming the reason) when the stored names are not dense SPEC §2.3
     names or the draws exceed the operator's scalar or output caps: checked from the

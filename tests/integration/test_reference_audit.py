@@ -54,9 +54,20 @@ def test_spec_program_agrees_with_the_reference():
 
 
 @pytest.mark.slow
-def test_full_cauchy_tau_disagrees_naming_tau_through_the_cli(capsys):
-    """`ppl-audit audit --pymc model.py --reference POSTERIOR --json`: exit 0, verdict."""
+def test_full_cauchy_tau_disagrees_naming_tau_through_the_cli(capsys, tmp_path, monkeypatch):
+    """`ppl-audit audit --pymc model.py --reference POSTERIOR --json`: exit 0, verdict;
+    stored like a reference audit submitted to the API (no LazyPPL program)."""
     import tempfile
+
+    import sqlalchemy as sa
+
+    from service.config import get_settings
+    from service.db.base import make_engine, make_session_factory
+    from service.db.models import Audit, Comparison
+
+    url = f"sqlite:///{tmp_path / 'cli.sqlite3'}"
+    monkeypatch.setenv("PPL_AUDIT_DATABASE_URL", url)
+    get_settings.cache_clear()
 
     with tempfile.TemporaryDirectory() as tmp:
         program, settings = Path(tmp, "model.py"), Path(tmp, "settings.json")
@@ -70,6 +81,16 @@ def test_full_cauchy_tau_disagrees_naming_tau_through_the_cli(capsys):
     bad = [r["parameter"] for r in evidence["scopes"]["full"]["comparisons"]
            if r["verdict"] == "disagree"]
     assert bad == ["tau"]
+    get_settings.cache_clear()
+    engine = make_engine(url)
+    with make_session_factory(engine)() as s:
+        audit = s.scalars(sa.select(Audit)).one()
+        stored = (str(audit.id), audit.posterior, audit.lazyppl_program.source, audit.verdict)
+        rows = s.execute(sa.select(Comparison.pair, Comparison.parameter)
+                         .where(Comparison.verdict == "disagree")).all()
+    engine.dispose()
+    assert stored == (evidence["id"], POSTERIOR, "", "disagree")
+    assert [(r.pair, r.parameter) for r in rows] == [("pymc_vs_reference", "tau")]
 
 
 @pytest.mark.parametrize("argv,word", [
