@@ -1,12 +1,15 @@
 """Audit the whole shipped posteriordb corpus and write the JSON report under reports/.
 
     .venv/bin/python benchmarks/corpus_batch.py [--posteriors a,b] [--out reports/corpus.json]
+    .venv/bin/python benchmarks/corpus_batch.py --reference-only   # reports/reference_audits.json
     .venv/bin/python benchmarks/corpus_batch.py --markdown reports/corpus.json   # table only
 
 Uses the local pipeline (no servers) with the product's default settings and a SQLite
 database of its own (reports/corpus.sqlite3, not committed), so an interrupted run
 resumes where it stopped: identical audits are reused. The report records the commit
-it ran on, the machine and the wall time.
+it ran on, the machine and the wall time. ``--reference-only`` audits our PyMC
+translations alone against posteriordb's reference draws (reference audits, no LazyPPL
+side; the same as ``ppl-audit batch posteriordb --lazyppl-from none``).
 """
 from __future__ import annotations
 
@@ -26,7 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--posteriors", help="comma-separated names (default: every translation)")
-    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "corpus.json")
+    ap.add_argument("--out", type=Path, help="default: reports/corpus.json, or "
+                    "reports/reference_audits.json with --reference-only")
+    ap.add_argument("--reference-only", action="store_true",
+                    help="our PyMC programs against the reference draws, no LazyPPL side")
     ap.add_argument("--markdown", type=Path, metavar="REPORT",
                     help="print a Markdown table of an existing report and exit")
     args = ap.parse_args()
@@ -44,14 +50,17 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     started = time.monotonic()
-    report = run_batch(names, AuditSettings(), console=Console(stderr=True))
+    report = run_batch(names, AuditSettings(), console=Console(stderr=True),
+                       lazyppl=not args.reference_only)
+    out = args.out or ROOT / "reports" / ("reference_audits.json" if args.reference_only
+                                          else "corpus.json")
     report.update({"commit": commit, "wall_seconds": round(time.monotonic() - started, 1),
                    "machine": {"cores": os.cpu_count(), "python": platform.python_version(),
                                "platform": platform.platform()}})
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
     print_batch(Console(width=120), report)
-    print(f"report written to {args.out}")
+    print(f"report written to {out}")
 
 
 def markdown_table(report: dict) -> str:
