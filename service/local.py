@@ -252,14 +252,16 @@ def corpus_request(name: str, settings: AuditSettings, db=None,
                    pymc_source: str | None = None) -> pipeline.AuditRequest:
     """The audit of one translated posteriordb posterior (reference checked on ``full``):
     our programs, or ``pymc_source`` in place of our PyMC program; data and reference from
-    the shipped subset or ``db``."""
+    the shipped subset or ``db``. With our PyMC program, the translation's own
+    ``meta.json`` settings (e.g. its profile) are applied on top of ``settings``."""
     from corpus.loader import load
 
     entry = load(name, db)
     return pipeline.AuditRequest(
         name=name, pymc_source=pymc_source or entry.pymc_source,
         lazyppl_source=entry.lazyppl_source, scopes=entry.scopes, parameters=entry.parameters,
-        settings=settings, reference=entry.reference, reference_scope="full")
+        settings=settings if pymc_source else entry.settings(settings),
+        reference=entry.reference, reference_scope="full")
 
 
 def find_reusable(sessions, request: pipeline.AuditRequest, posterior: str) -> dict | None:
