@@ -52,6 +52,14 @@ class CorpusEntry:
     reference: Fit
     notes: str
 
+    def settings(self, base=None):
+        """The audit settings for this posterior: ``base`` (default: the product's
+        defaults) with ``meta.json``'s ``settings`` applied on top, e.g. the ODE programs'
+        ``{"pymc": {"profile": "standard"}}`` (they use ``pytensor.scan``)."""
+        from workers.settings import AuditSettings
+
+        return (base or AuditSettings()).with_overrides(self.meta.get("settings"))
+
 
 @lru_cache(maxsize=1)
 def database() -> PosteriorDatabase:

@@ -252,14 +252,17 @@ def corpus_request(name: str, settings: AuditSettings, db=None,
                    pymc_source: str | None = None) -> pipeline.AuditRequest:
     """The audit of one translated posteriordb posterior (reference checked on ``full``):
     our programs, or ``pymc_source`` in place of our PyMC program; data and reference from
-    the shipped subset or ``db``."""
+    the shipped subset or ``db``. With our PyMC program, the translation's own
+    ``meta.json`` settings (e.g. its profile) are applied on top of ``settings``."""
     from corpus.loader import load
 
     entry = load(name, db)
     return pipeline.AuditRequest(
         name=name, pymc_source=pymc_source or entry.pymc_source,
         lazyppl_source=entry.lazyppl_source, scopes=entry.scopes, parameters=entry.parameters,
-        settings=settings, reference=entry.reference, reference_scope="full")
+        settings=(entry.settings(settings) if pymc_source in (None, entry.pymc_source)
+                  else settings),
+        reference=entry.reference, reference_scope="full")
 
 
 def find_reusable(sessions, request: pipeline.AuditRequest, posterior: str) -> dict | None:
@@ -310,7 +313,7 @@ def run_batch(names: list[str], settings: AuditSettings, *, console: Console, fr
     program against the reference draws). ``pymc_from="database"`` takes each
     posterior's own PyMC program from the database. Identical stored pair audits are
     reused (not with a user's database: its reference draws may differ from ours)."""
-    from corpus.loader import TRANSLATIONS_DIR, list_posteriors, pymc_implementation
+    from corpus.loader import TRANSLATIONS_DIR, list_posteriors, pymc_implementation, read_meta
     from service import reference_batch
 
     sessions = _session_factory() if save else None
@@ -352,7 +355,11 @@ def run_batch(names: list[str], settings: AuditSettings, *, console: Console, fr
             entry = batch_entry(evidence, time.monotonic() - t0, reused)
         else:
             try:
-                request = reference_batch.request(name, source, settings, db)
+                own = pymc_from != "database" and name in translated
+                # our program runs with its meta.json settings (e.g. its profile)
+                request = reference_batch.request(
+                    name, source, settings.with_overrides(read_meta(name).get("settings"))
+                    if own else settings, db)
             except (FileNotFoundError, ValueError) as e:
                 evidence = reference_batch.missing(name, str(e))
             else:

@@ -366,7 +366,9 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
                 continue
             audit, queue = create_audit(s, Submission(
                 name=name, pymc_source=entry.pymc_source, lazyppl_source=entry.lazyppl_source,
-                scopes=entry.scopes, parameters=entry.parameters, settings=settings,
+                scopes=entry.scopes, parameters=entry.parameters,
+                # the translation's meta.json settings (e.g. its PyMC profile) on top
+                settings=entry.settings(settings),
                 source="posteriordb", posterior=name, batch_id=batch_id))
             audit.token_id = batch.token_id  # the batch's submitter may cancel it
             scopes = [sc.scope for sc in audit.scopes] if queue else []

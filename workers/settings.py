@@ -101,6 +101,21 @@ class AuditSettings(_Group):
     rule: RuleSettings = Field(default_factory=RuleSettings)
     budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
+    def with_overrides(self, overrides: dict | None) -> AuditSettings:
+        """These settings with the keys named in ``overrides`` replaced, group by group
+        (``{"pymc": {"profile": "standard"}}`` changes that one key), validated again.
+        A corpus translation's ``meta.json`` ``settings`` are applied this way on top of
+        a batch's settings (what the program needs: its profile, a mass matrix)."""
+        if not overrides:
+            return self
+        merged = self.model_dump(mode="json")
+        for key, value in overrides.items():
+            if isinstance(merged.get(key), dict) and isinstance(value, dict):
+                merged[key] = {**merged[key], **value}
+            else:
+                merged[key] = value  # unknown keys are refused by validation
+        return AuditSettings.model_validate(merged)
+
 
 def derive_seed(seed: int, scope: str, side: str) -> int:
     """A seed per (scope, side), stable across processes (no Python hash randomisation)."""

@@ -140,3 +140,24 @@ def test_batch_fan_out_is_idempotent(db_sessions):
     assert sorted(scope for _, scope in sent) == ["full", "visible"]
     broken = next(a for a in audits if a.posterior == "no-such-posterior")
     assert broken.verdict == "error" and "could not load" in broken.reason
+
+
+def test_batch_fan_out_applies_the_translations_meta_settings(db_sessions):
+    """A posterior whose meta.json needs the standard profile (an ODE program using
+    pytensor.scan) gets it in a batch submitted with the default strict settings; the
+    batch's other settings are kept."""
+    from corpus.loader import load
+    from service.db import batches as batch_repo
+
+    name = "hudson_lynx_hare-lotka_volterra"
+    settings = AuditSettings.model_validate({"pymc": {"draws": 500}})
+    assert settings.pymc.profile == "strict"
+    with db_sessions.begin() as s:
+        batch = batch_repo.create_batch(s, source="posteriordb", posteriors=[name],
+                                        settings=settings.model_dump(mode="json"))
+        batch_id = batch.id
+    steps.fan_out_batch(db_sessions, batch_id, load, lambda a, s: None)
+    with db_sessions() as s:
+        (audit,) = batch_repo.batch_audits(s, batch_id)
+        assert audit.settings["pymc"]["profile"] == "standard"
+        assert audit.settings["pymc"]["draws"] == 500

@@ -163,9 +163,36 @@ def test_every_translation_passes_the_static_checks(name):
     from haskell_bridge.lint import lint
     from workers.pymc_runner.verifier import verify
 
+    from workers.pymc_runner.profile import get
+
     entry = loader.load(name)
-    verify(entry.pymc_source)  # raises ProgramRefused
+    verify(entry.pymc_source, get(entry.settings().pymc.profile))  # raises ProgramRefused
     lint(entry.lazyppl_source)  # raises ProgramRefused
+
+
+ODE = ["hudson_lynx_hare-lotka_volterra", "one_comp_mm_elim_abs-one_comp_mm_elim_abs"]
+
+
+def test_the_corpus_has_46_translations_and_only_mcycle_gp_is_left_out():
+    names = loader.list_posteriors()
+    assert len(names) == 46 and set(ODE) <= set(names)
+    assert sorted(set(loader.reference_posteriors()) - set(names)) == ["mcycle_gp-accel_gp"]
+
+
+@pytest.mark.parametrize("name", ODE)
+def test_ode_programs_need_the_standard_profile_and_meta_selects_it(name):
+    from workers.errors import ProgramRefused
+    from workers.pymc_runner.profile import STANDARD, STRICT
+    from workers.pymc_runner.verifier import verify
+    from workers.settings import AuditSettings, PyMCSettings
+
+    entry = loader.load(name)
+    verify(entry.pymc_source, STANDARD)
+    with pytest.raises(ProgramRefused, match="pytensor"):
+        verify(entry.pymc_source, STRICT)
+    # meta.json's settings win over a batch's profile; the batch's other keys are kept
+    chosen = entry.settings(AuditSettings(pymc=PyMCSettings(profile="strict", chains=2)))
+    assert chosen.pymc.profile == "standard" and chosen.pymc.chains == 2
 
 
 @pytest.mark.slow  # imports PyMC and builds every model twice: about 30 s in all
@@ -178,7 +205,7 @@ def test_every_pymc_translation_reports_the_reference_parameters(name):
 
     entry = loader.load(name)
     for scope, data in entry.scopes.items():
-        model = build_model(entry.pymc_source, data)
+        model = build_model(entry.pymc_source, data, entry.settings().pymc.profile)
         named = {v.name for v in model.free_RVs} | {v.name for v in model.deterministics}
         assert set(entry.parameters) <= named, (scope, named)
         if scope == "full":
@@ -186,3 +213,19 @@ def test_every_pymc_translation_reports_the_reference_parameters(name):
                 size = int(np.prod(model[p].shape.eval()))
                 in_reference = [n for n in entry.reference.draws if n.split("[")[0] == p]
                 assert size == len(in_reference), (p, size, in_reference)
+
+
+def test_meta_settings_override_key_by_key_and_are_validated():
+    from pydantic import ValidationError
+
+    from workers.settings import AuditSettings
+
+    base = AuditSettings.model_validate({"seed": 7, "pymc": {"backend": "pymc", "draws": 300}})
+    merged = base.with_overrides({"pymc": {"profile": "standard"}, "seed": 8})
+    assert (merged.seed, merged.pymc.backend, merged.pymc.draws, merged.pymc.profile) == (
+        8, "pymc", 300, "standard")
+    assert base.with_overrides(None) is base and base.with_overrides({}) is base
+    with pytest.raises(ValidationError):
+        base.with_overrides({"pymc": {"profil": "standard"}})
+    with pytest.raises(ValidationError):
+        base.with_overrides({"pymc": {"profile": "lenient"}})
