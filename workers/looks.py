@@ -148,9 +148,15 @@ def _interval_factor(own: float, other: float, allowed: float, both_grow: bool) 
     √(own'² + other'²) ≤ allowed, with other' = other (fixed) or both sharing equally."""
     if not (math.isfinite(own) and math.isfinite(other) and allowed > 0):
         return math.inf
-    budget = allowed * allowed / 2 if both_grow else allowed * allowed - other * other
-    if budget <= 0:
+    if both_grow:
+        budget = allowed * allowed / 2
+    elif other * other > allowed * allowed / 2:
+        # the fixed side takes more than its half: growing this side alone would cost
+        # without bound as the other's error nears the allowance (calibration seed
+        # 20261204 of hier6: 4,429x); infinite here makes project() grow both
         return math.inf
+    else:
+        budget = allowed * allowed - other * other
     return max(1.0, own * own / budget)
 
 
@@ -192,10 +198,10 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     lo, hi = rule.sd_ratio_band
     log_lo, log_hi = math.log(lo), math.log(hi)
 
-    def add(side: int, need: tuple[float, str]) -> None:
+    def add(side: int, need: tuple[float, str], terms: tuple[float, float]) -> None:
         # an untrusted fit's floor is advisory: one it cannot compute (MCSE not finite)
         # leaves the gates to decide the growth
-        if trusted or math.isfinite(need[0]):
+        if trusted or all(math.isfinite(t) for t in terms):
             needs[side].append(need)
 
     for c in result.comparisons:
@@ -211,12 +217,17 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
                 plans.append(("estimate", c.d, abs(rule.delta - abs(c.d)) / MARGIN))
             terms = (a.mcse_mean, b.mcse_mean)
             width = rule.k * math.hypot(*terms) / b.sd
+            if not trusted and a.sd > 0:
+                # the floor is for an agreeing pair, whose SDs are equal: each side's
+                # MCSE of the mean relative to its own SD (a poorly mixed fit's SD is
+                # off, e.g. 1.44x the baseline's at bulk ESS 65)
+                terms = (a.mcse_mean / a.sd * b.sd, b.mcse_mean)
             for side in (0, 1):
                 if grow[side]:
                     add(side, _cheapest(
                         [(_interval_factor(terms[side], terms[1 - side], h * b.sd / rule.k, both),
                           f"{c.parameter}: D {c.d:+.3f} +- {width:.3f} -> +- {h:.3f} "
-                          f"(planned at d = {at:+.3f}, {how})") for how, at, h in plans]))
+                          f"(planned at d = {at:+.3f}, {how})") for how, at, h in plans]), terms)
         if ((r_state == "open" or (not trusted and r_state != "in"))
                 and a.sd > 0 and b.sd > 0 and c.r > 0):
             log_r = math.log(c.r)
@@ -232,7 +243,7 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
                     add(side, _cheapest(
                         [(_interval_factor(terms[side], terms[1 - side], h / rule.k, both),
                           f"{c.parameter}: R {c.r:.3f} needs log half-width {h:.3f} "
-                          f"(planned at r = {math.exp(at):.3f}, {how})") for how, at, h in plans]))
+                          f"(planned at r = {math.exp(at):.3f}, {how})") for how, at, h in plans]), terms)
 
     def fold(items: list[tuple[float, str]], grows: bool) -> Projection:
         if not grows:

@@ -203,7 +203,7 @@ def test_while_a_gate_fails_the_intervals_are_planned_at_d_0_r_1_only():
                      looks.MARGIN * (s.rhat - 1) / (RULE.rhat_max - 1), looks.MIN_FACTOR)
     # the floor: D and R shrunk to half their room at d = 0, r = 1, the baseline fixed
     share = looks.FAVOURABLE_SHARE
-    floor_d = s.mcse_mean ** 2 / ((share * RULE.delta * b.sd / RULE.k) ** 2 - b.mcse_mean ** 2)
+    floor_d = (s.mcse_mean / s.sd * b.sd) ** 2 / ((share * RULE.delta * b.sd / RULE.k) ** 2 - b.mcse_mean ** 2)
     floor_r = (s.mcse_sd / s.sd) ** 2 / ((share * math.log(1.25) / RULE.k) ** 2 - (b.mcse_sd / b.sd) ** 2)
     assert math.isclose(p_cand.factor, max(gates_only, floor_d, floor_r), rel_tol=1e-9)
     assert not any("estimate" in why for why in p_cand.reasons)
@@ -215,9 +215,9 @@ def test_a_failing_fit_is_asked_for_what_the_intervals_need_not_just_the_gates()
     seed 20261218 of hier6) and run out of looks when the gates pass with the intervals
     still too wide to decide even an exactly agreeing pair."""
     # candidate: bulk ESS 300 < 400 and R-hat 1.012; relative MCSE of its SD 0.06,
-    # the baseline's 0.02 (it passes its gates and is not grown)
+    # the baseline's 0.015 (it passes its gates and is not grown)
     cand = compare.Summary(0.0, 1.0, 0.03, 0.06, 300, 450, 1.012, 4, 1000, 0.5)
-    base = compare.Summary(0.0, 1.0, 0.02, 0.02, 2500, 2500, 1.0, 4, 1000, 0.5)
+    base = compare.Summary(0.0, 1.0, 0.015, 0.015, 2500, 2500, 1.0, 4, 1000, 0.5)
     c = compare.compare_summaries("x", cand, base, RULE)
     assert compare.interval_states(c.d_interval, c.r_interval, RULE) != ("in", "in")
     gates = tuple(compare.gate_failures({"x": cand}, 0, RULE))
@@ -227,7 +227,7 @@ def test_a_failing_fit_is_asked_for_what_the_intervals_need_not_just_the_gates()
     assert grow == (True, False)
     p_cand, p_base = looks.project(result, RULE, grow)
     gates_only = max(looks.MARGIN * 400 / 300, looks.MARGIN * 0.012 / 0.01)
-    floor_r = 0.06 ** 2 / ((looks.FAVOURABLE_SHARE * math.log(1.25) / RULE.k) ** 2 - 0.02 ** 2)
+    floor_r = 0.06 ** 2 / ((looks.FAVOURABLE_SHARE * math.log(1.25) / RULE.k) ** 2 - 0.015 ** 2)
     assert floor_r > 3 * gates_only
     assert math.isclose(p_cand.factor, floor_r, rel_tol=1e-9) and p_base.factor == 1.0
     assert "planned at r = 1.000, favourable" in p_cand.reasons[0]
@@ -276,3 +276,27 @@ def test_the_cap_is_not_asked_when_the_budget_cannot_pay_or_the_projection_is_fa
     # a side already at the cap cannot grow: stop
     _, stop, _ = plan_with(monkeypatch, 1.5, cap)
     assert "(this look had them)" in stop
+
+
+def test_a_fixed_side_that_nearly_fills_the_allowance_makes_both_grow():
+    """catches: calibration seed 20261204 of hier6, look 1: the PyMC fit's MCSE of mu's
+    mean (0.0129, SD 0.521) took 98 % of the floor's allowance for D, so growing LazyPPL
+    alone projected 4,429x its draws, over the cap, and the audit stopped."""
+    cand = compare.Summary(1.534, 0.751, 0.121, 0.154, 65, 63, 1.048, 4, 1000, 0.99)
+    base = compare.Summary(1.502, 0.521, 0.0129, 0.0120, 1717, 1346, 1.001, 4, 1000, 0.99)
+    c = compare.compare_summaries("mu", cand, base, RULE)
+    gates = tuple(compare.gate_failures({"mu": cand}, 0, RULE))
+    result = compare.ScopeComparison(compare.INCONCLUSIVE, "", gates, (), (c,))
+    grow = compare.sides_needing_draws(result, RULE)
+    assert grow == (True, False)
+    p_cand, p_base = looks.project(result, RULE, grow)
+    allowed = looks.FAVOURABLE_SHARE * RULE.delta * 0.521 / RULE.k
+    assert 0.0129 ** 2 > allowed ** 2 / 2
+    # both share the allowances (D's and, likewise, R's); LazyPPL's MCSE of the mean taken
+    # at PyMC's SD (an agreeing pair's SDs are equal)
+    allowed_r = looks.FAVOURABLE_SHARE * math.log(1.25) / RULE.k
+    d_cand, d_base = ((0.121 / 0.751 * 0.521) ** 2, 0.0129 ** 2)
+    r_cand, r_base = ((0.154 / 0.751) ** 2, (0.0120 / 0.521) ** 2)
+    assert math.isclose(p_cand.factor, max(d_cand / (allowed ** 2 / 2), r_cand / (allowed_r ** 2 / 2)), rel_tol=1e-9)
+    assert math.isclose(p_base.factor, max(d_base / (allowed ** 2 / 2), r_base / (allowed_r ** 2 / 2)), rel_tol=1e-9)
+    assert p_cand.factor < 4 * 100 and p_base.factor < 3  # within CAP_STRETCH of the cap
