@@ -13,14 +13,17 @@ Two questions, asked after a look that ended ``inconclusive``:
   both fits pass their gates (before, d and r are not to be trusted), every
   undecided interval shrinks (MCSE ∝ 1/√draws) past the boundary it straddles: D
   inside [−δ, δ] if |d| < δ, else wholly outside; likewise log R against the band.
-  When both sides grow, each is given half the squared error budget of an interval.
+  When both sides grow, each is given half the squared error budget of an interval; a
+  side that is not asked to grow but whose own error takes more than half of it is grown
+  too (growing the other alone would cost without bound as that error nears the budget).
 
   Each undecided interval is planned twice, and the cheaper plan is asked for: *at the
   estimate* (d and r taken as they are now, half-width aimed at their distance to the
   boundary over :data:`MARGIN`), and *at the favourable point* (d = 0 and r = 1, or the
   end of the interval nearest to them; half-width aimed at :data:`FAVOURABLE_SHARE` of
   that point's distance to the nearer boundary, so that a new estimate which moves by
-  up to k/2 of its own MCSEs still decides). Why: the calibration study (issue 14)
+  up to k·(1 − share)/share of its own MCSEs, 4 at k = 4 and share 1/2, still decides).
+  Why: the calibration study (issue 14)
   found correct hierarchical pairs stopped because an estimate that sat by chance
   near a boundary (r = 1.19 on tau, 2.4 MCSEs from 1, the band's edge at 1.25) made
   the plan at the estimate ask 99× the draws, over the cap; planned at r = 1 it needs
@@ -32,7 +35,11 @@ Two questions, asked after a look that ended ``inconclusive``:
   at d = 0 and r = 1 only (unclipped), as a floor: the draws without which even an
   exactly agreeing pair could not decide. Without it the looks chased the gates in
   small steps and ran out of looks with the intervals still too wide (3 of 11
-  inconclusive hier6 seeds).
+  inconclusive hier6 seeds). A failing fit's MCSE of the mean is taken at the other
+  side's SD (an agreeing pair's SDs are equal; a poorly mixed fit's own SD is off).
+
+The draw cap per look, and asking for the cap when a projection exceeds it by little, are
+the pipeline's (``workers.pipeline._plan_look``).
 
 Units: factors multiply the draws per chain; ESS and MCSE are ArviZ's (SPEC §4).
 """
@@ -57,7 +64,8 @@ SEPARATION_Z = 6.0
 MIN_FACTOR = 1.25
 #: Planned at the favourable point (d = 0, r = 1), an interval is aimed at this share of
 #: that point's distance to the nearer boundary: a new estimate that moves by up to
-#: (1 − share)·k of its MCSEs (2 MCSEs at k = 4) still decides.
+#: k·(1 − share)/share of its new MCSEs (4 at k = 4) still decides. Draws scale as
+#: 1/share²; 1/2 was chosen so that several open parameters decide at one look.
 FAVOURABLE_SHARE = 0.5
 
 SLOW_MIXING, SEPARATED_MODES, CONVERGED = "slow_mixing", "separated_modes", "converged"
