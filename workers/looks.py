@@ -12,10 +12,34 @@ Two questions, asked after a look that ended ``inconclusive``:
   ESS scale with the draws, and R-hat − 1 is taken to fall as 1/draws; and (b) once
   both fits pass their gates (before, d and r are not to be trusted), every
   undecided interval shrinks (MCSE ∝ 1/√draws) past the boundary it straddles: D
-  inside [−δ, δ] if |d| < δ, else wholly outside; likewise log R against the band. The
-  point estimates d and r are taken as they are now. When both sides grow, each is
-  given half the squared error budget of an interval. A d or r sitting on a boundary
+  inside [−δ, δ] if |d| < δ, else wholly outside; likewise log R against the band.
+  When both sides grow, each is given half the squared error budget of an interval; a
+  side that is not asked to grow but whose own error takes more than half of it is grown
+  too (growing the other alone would cost without bound as that error nears the budget).
+
+  Each undecided interval is planned twice, and the cheaper plan is asked for: *at the
+  estimate* (d and r taken as they are now, half-width aimed at their distance to the
+  boundary over :data:`MARGIN`), and *at the favourable point* (d = 0 and r = 1, or the
+  end of the interval nearest to them; half-width aimed at :data:`FAVOURABLE_SHARE` of
+  that point's distance to the nearer boundary, so that a new estimate which moves by
+  up to k·(1 − share)/share of its own MCSEs, 4 at k = 4 and share 1/2, still decides).
+  Why: the calibration study (issue 14)
+  found correct hierarchical pairs stopped because an estimate that sat by chance
+  near a boundary (r = 1.19 on tau, 2.4 MCSEs from 1, the band's edge at 1.25) made
+  the plan at the estimate ask 99× the draws, over the cap; planned at r = 1 it needs
+  under 3×, and the next look re-estimates r anyway. A d or r sitting on a boundary with
+  no favourable point left (the interval does not reach back into the band) still
   needs infinitely many draws: the projection says so.
+
+  While a fit fails its gates its d and r are not trusted, so the intervals are planned
+  at d = 0 and r = 1 only (unclipped), as a floor: the draws without which even an
+  exactly agreeing pair could not decide. Without it the looks chased the gates in
+  small steps and ran out of looks with the intervals still too wide (3 of 11
+  inconclusive hier6 seeds). A failing fit's MCSE of the mean is taken at the other
+  side's SD (an agreeing pair's SDs are equal; a poorly mixed fit's own SD is off).
+
+The draw cap per look, and asking for the cap when a projection exceeds it by little, are
+the pipeline's (``workers.pipeline._plan_look``).
 
 Units: factors multiply the draws per chain; ESS and MCSE are ArviZ's (SPEC §4).
 """
@@ -38,6 +62,11 @@ USEFUL_CHAIN_ESS = 50.0
 SEPARATION_Z = 6.0
 #: Smallest growth worth a look.
 MIN_FACTOR = 1.25
+#: Planned at the favourable point (d = 0, r = 1), an interval is aimed at this share of
+#: that point's distance to the nearer boundary: a new estimate that moves by up to
+#: k·(1 − share)/share of its new MCSEs (4 at k = 4) still decides. Draws scale as
+#: 1/share²; 1/2 was chosen so that several open parameters decide at one look.
+FAVOURABLE_SHARE = 0.5
 
 SLOW_MIXING, SEPARATED_MODES, CONVERGED = "slow_mixing", "separated_modes", "converged"
 
@@ -127,10 +156,31 @@ def _interval_factor(own: float, other: float, allowed: float, both_grow: bool) 
     √(own'² + other'²) ≤ allowed, with other' = other (fixed) or both sharing equally."""
     if not (math.isfinite(own) and math.isfinite(other) and allowed > 0):
         return math.inf
-    budget = allowed * allowed / 2 if both_grow else allowed * allowed - other * other
-    if budget <= 0:
+    if both_grow:
+        budget = allowed * allowed / 2
+    elif other * other > allowed * allowed / 2:
+        # the fixed side takes more than its half: growing this side alone would cost
+        # without bound as the other's error nears the allowance (calibration seed
+        # 20261204 of hier6: 4,429x); infinite here makes project() grow both
         return math.inf
+    else:
+        budget = allowed * allowed - other * other
     return max(1.0, own * own / budget)
+
+
+def _clip(x: float, low: float, high: float) -> float:
+    """x moved into [low, high] (the interval's point nearest to x)."""
+    return min(max(x, low), high)
+
+
+def _cheapest(plans: list[tuple[float, str]]) -> tuple[float, str]:
+    """The plan with the smallest factor; its reason names the other plan's factor."""
+    plans = sorted(plans, key=lambda t: t[0])
+    f, why = plans[0]
+    rest = "; ".join(f"{w.rsplit('(planned at ', 1)[-1].rstrip(')')} would need "
+                     f"{'no finite number of draws' if not math.isfinite(g) else f'{g:.3g}x'}"
+                     for g, w in plans[1:])
+    return f, (f"{why[:-1]}; {rest})" if rest else why)
 
 
 def project(result: compare.ScopeComparison, rule: compare.Rule,
@@ -149,33 +199,59 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             needs[side].extend((f, f"{c.parameter}: {why}") for f, why in _gate_factor(s, rule))
     # A fit that failed its gates has unreliable d and r (the calibration study found r = 1.44
     # at bulk ESS 65 on a correct pair, which projected 139x the draws, over the cap, and
-    # stopped the audit at its first look): until both pass, aim at the gates only; the
-    # intervals are projected at the next look, from estimates that can be trusted.
+    # stopped the audit at its first look): until both pass, the intervals are planned at
+    # the favourable point only (d = 0, r = 1), as a floor; once both pass, at the cheaper
+    # of the estimate and the favourable point (module docstring).
     trusted = result.gates_passed
+    lo, hi = rule.sd_ratio_band
+    log_lo, log_hi = math.log(lo), math.log(hi)
+
+    def add(side: int, need: tuple[float, str], terms: tuple[float, float]) -> None:
+        # an untrusted fit's floor is advisory: one it cannot compute (MCSE not finite)
+        # leaves the gates to decide the growth
+        if trusted or all(math.isfinite(t) for t in terms):
+            needs[side].append(need)
+
     for c in result.comparisons:
-        if c.verdict != compare.INCONCLUSIVE or not trusted:
+        if trusted and c.verdict != compare.INCONCLUSIVE:
             continue
         d_state, r_state = compare.interval_states(c.d_interval, c.r_interval, rule)
         a, b = c.candidate, c.baseline
-        if d_state == "open" and b.sd > 0:
-            allowed = abs(rule.delta - abs(c.d)) / MARGIN * b.sd / rule.k
+        if (d_state == "open" or (not trusted and d_state != "in")) and b.sd > 0:
+            # half-widths in units of the baseline SD
+            fav = 0.0 if not trusted else _clip(0.0, *c.d_interval)
+            plans = [("favourable", fav, FAVOURABLE_SHARE * (rule.delta - abs(fav)))]
+            if trusted:
+                plans.append(("estimate", c.d, abs(rule.delta - abs(c.d)) / MARGIN))
             terms = (a.mcse_mean, b.mcse_mean)
+            width = rule.k * math.hypot(*terms) / b.sd
+            if not trusted and a.sd > 0:
+                # the floor is for an agreeing pair, whose SDs are equal: each side's
+                # MCSE of the mean relative to its own SD (a poorly mixed fit's SD is
+                # off, e.g. 1.44x the baseline's at bulk ESS 65)
+                terms = (a.mcse_mean / a.sd * b.sd, b.mcse_mean)
             for side in (0, 1):
                 if grow[side]:
-                    f = _interval_factor(terms[side], terms[1 - side], allowed, both)
-                    needs[side].append((f, f"{c.parameter}: D {c.d:+.3f} +- {rule.k * math.hypot(*terms) / b.sd:.3f}"
-                                           f" -> +- {allowed * rule.k / b.sd:.3f}"))
-        if r_state == "open" and a.sd > 0 and b.sd > 0 and c.r > 0:
-            lo, hi = rule.sd_ratio_band
+                    add(side, _cheapest(
+                        [(_interval_factor(terms[side], terms[1 - side], h * b.sd / rule.k, both),
+                          f"{c.parameter}: D {c.d:+.3f} +- {width:.3f} -> +- {h:.3f} "
+                          f"(planned at d = {at:+.3f}, {how})") for how, at, h in plans]), terms)
+        if ((r_state == "open" or (not trusted and r_state != "in"))
+                and a.sd > 0 and b.sd > 0 and c.r > 0):
             log_r = math.log(c.r)
-            edge = min(abs(log_r - math.log(lo)), abs(log_r - math.log(hi)))
-            allowed = edge / MARGIN / rule.k
+            log_ends = tuple(math.log(x) if x > 0 else -math.inf for x in c.r_interval)
+            fav = 0.0 if not trusted else _clip(0.0, *log_ends)
+            plans = [("favourable", fav, FAVOURABLE_SHARE * min(fav - log_lo, log_hi - fav))]
+            if trusted:
+                plans.append(("estimate", log_r,
+                              min(abs(log_r - log_lo), abs(log_r - log_hi)) / MARGIN))
             terms = (a.mcse_sd / a.sd, b.mcse_sd / b.sd)
             for side in (0, 1):
                 if grow[side]:
-                    f = _interval_factor(terms[side], terms[1 - side], allowed, both)
-                    needs[side].append((f, f"{c.parameter}: R {c.r:.3f} needs log half-width "
-                                           f"{allowed * rule.k:.3f}"))
+                    add(side, _cheapest(
+                        [(_interval_factor(terms[side], terms[1 - side], h / rule.k, both),
+                          f"{c.parameter}: R {c.r:.3f} needs log half-width {h:.3f} "
+                          f"(planned at r = {math.exp(at):.3f}, {how})") for how, at, h in plans]), terms)
 
     def fold(items: list[tuple[float, str]], grows: bool) -> Projection:
         if not grows:

@@ -198,6 +198,10 @@ def _extendable(result: compare.ScopeComparison) -> bool:
 
 #: Largest draws per chain a look may ask for (the settings' own upper bounds).
 MAX_DRAWS = {"pymc": 50_000, "lazyppl": 100_000}
+#: A projection above the cap by at most this factor asks for the cap (if the wall budget
+#: pays for it): projections come from noisy ESS and MCSE estimates, so a look at the cap
+#: may still decide. Beyond it, or when a side is already at the cap, the scope stops.
+CAP_STRETCH = 4.0
 
 
 def _fit_seconds(fit: Fit) -> float:
@@ -237,16 +241,26 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     evidence["projection"] = {side: p.to_dict() for side, (g, p, _) in plan.items() if g}
     nxt = dict(draws)
     cost = 0.0
+    capped: dict[str, int] = {}
     for side, (g, p, fit) in plan.items():
         if not g:
             continue
         if not math.isfinite(p.factor):
             return evidence, f"no number of {side} draws can decide it ({'; '.join(p.reasons)})", draws
-        nxt[side] = math.ceil(draws[side] * p.factor)
-        if nxt[side] > MAX_DRAWS[side]:
-            return evidence, (f"deciding needs {nxt[side]} {side} draws per chain, above the "
-                              f"{MAX_DRAWS[side]} a look may ask for"), draws
-        cost = max(cost, _fit_seconds(fit) * p.factor)
+        want = math.ceil(draws[side] * p.factor)
+        cap = MAX_DRAWS[side]
+        if want > cap:
+            if draws[side] >= cap or want > CAP_STRETCH * cap:
+                return evidence, (f"deciding needs {want} {side} draws per chain, above the "
+                                  f"{cap} a look may ask for"
+                                  + (" (this look had them)" if draws[side] >= cap else "")), draws
+            capped[side] = want
+            want = cap
+        nxt[side] = want
+        cost = max(cost, _fit_seconds(fit) * want / draws[side])
+    if capped:
+        # projected above the cap but within CAP_STRETCH of it: a look at the cap may decide
+        evidence["capped"] = capped
     evidence["next_draws"] = nxt
     evidence["projected_seconds"] = round(cost, 1)
     if cost > seconds_left:

@@ -56,28 +56,82 @@ def scope(cand, base):
 
 
 def test_projected_draws_decide_an_undecided_mean():
+    """An estimate near the middle of the band: planned at the estimate."""
     rng = np.random.default_rng(5)
     base = rng.standard_normal((4, 20_000))          # precise baseline
-    cand = 0.16 + rng.standard_normal((4, 1000))       # d ≈ 0.16 ± 0.063: D straddles δ
+    cand = 0.05 + rng.standard_normal((4, 125))        # d ≈ 0.05 ± 0.18: D straddles δ
     first = scope(cand, base)
     assert first.verdict == compare.INCONCLUSIVE and first.gates_passed
+    c = first.comparisons[0]
+    assert compare.interval_states(c.d_interval, c.r_interval, RULE)[0] == "open"
+    assert abs(c.d) < RULE.delta / 2
     grow = compare.sides_needing_draws(first, RULE)
     assert grow == (True, False)
     p_cand, p_base = looks.project(first, RULE, grow)
     assert p_base.factor == 1.0 and p_cand.factor > looks.MIN_FACTOR
-    assert any("D" in why for why in p_cand.reasons)
+    assert any("D" in why and "estimate" in why.split(";")[0] for why in p_cand.reasons)
     # the projection is about right: with that many draws D's half-width is within the
     # margin of the distance to δ, with a quarter of them it is not (half-widths, not the
     # noisy d, so the check does not depend on luck)
-    gap = RULE.delta - abs(first.comparisons[0].d)
+    gap = RULE.delta - abs(c.d)
 
     def half_width(n):
-        c = scope(0.16 + rng.standard_normal((4, n)), base).comparisons[0]
+        c = scope(0.05 + rng.standard_normal((4, n)), base).comparisons[0]
         return (c.d_interval[1] - c.d_interval[0]) / 2
 
-    n = math.ceil(1000 * p_cand.factor)
+    n = math.ceil(125 * p_cand.factor)
     assert half_width(n) <= gap / looks.MARGIN * 1.1
     assert half_width(n // 4) > gap
+
+
+def summary(mean=0.0, sd=1.0, mcse_mean=0.01, mcse_sd=0.01, ess=4000.0, rhat=1.0):
+    return compare.Summary(mean, sd, mcse_mean, mcse_sd, ess, ess, rhat, 4, 1000, 0.5)
+
+
+def one(cand, base):
+    c = compare.compare_summaries("x", cand, base, RULE)
+    return c, compare.ScopeComparison(c.verdict, "", (), (), (c,))
+
+
+def test_an_estimate_near_a_band_edge_by_chance_is_planned_at_r_1():
+    """catches: the plan taken at a noisy estimate. Calibration seed 20261204 of hier6 (a
+    correct pair), look 2, tau: r = 1.192 with relative MCSEs of the SD 0.067 (LazyPPL)
+    and 0.029 (PyMC), R = [0.89, 1.60]; planned at r = 1.192 (0.047 from the band's edge
+    in log) it asked 99.5x the LazyPPL draws, over the cap, and the audit stopped."""
+    cand = summary(sd=1.192, mcse_sd=0.067 * 1.192)
+    base = summary(sd=1.0, mcse_sd=0.029)
+    c, result = one(cand, base)
+    assert c.verdict == compare.INCONCLUSIVE and result.gates_passed
+    assert c.r_interval[0] < 1 < c.r_interval[1]
+    grow = compare.sides_needing_draws(result, RULE)
+    assert grow == (True, False)
+    p_cand, p_base = looks.project(result, RULE, grow)
+    # planned at r = 1: log half-width FAVOURABLE_SHARE * log 1.25 for the combined error;
+    # the baseline's error alone is more than that allows, so both grow and share it
+    allowed = looks.FAVOURABLE_SHARE * math.log(1.25) / RULE.k
+    assert 0.029 > allowed / math.sqrt(2)
+    assert math.isclose(p_cand.factor, 0.067 ** 2 / (allowed ** 2 / 2), rel_tol=1e-9)
+    assert math.isclose(p_base.factor, 0.029 ** 2 / (allowed ** 2 / 2), rel_tol=1e-9)
+    assert p_cand.factor < 12 and p_base.factor < 3
+    assert "planned at r = 1.000, favourable" in p_cand.reasons[0]
+    # the plan at the estimate is recorded next to it: what the old policy asked (99.5x)
+    at_estimate = 0.067 ** 2 / ((math.log(1.25 / 1.192) / looks.MARGIN / RULE.k) ** 2 / 2)
+    assert 99 < at_estimate < 100
+    assert f"{at_estimate:.3g}x" in p_cand.reasons[0]
+
+
+def test_the_favourable_point_is_the_intervals_end_nearest_to_it():
+    # D = [0.1, 0.3] does not reach 0: planned at d = 0.1 (half-width share * 0.1) or at
+    # the estimate d = 0.2 (on the boundary: no finite number), the cheaper is 0.1
+    cand = summary(mean=0.2, mcse_mean=0.025)
+    c, result = one(cand, summary(mcse_mean=0.0))
+    assert c.verdict == compare.INCONCLUSIVE
+    assert math.isclose(c.d_interval[0], 0.1)
+    p_cand, _ = looks.project(result, RULE, (True, False))
+    allowed = looks.FAVOURABLE_SHARE * (RULE.delta - 0.1) / RULE.k
+    assert math.isclose(p_cand.factor, 0.025 ** 2 / allowed ** 2, rel_tol=1e-9)
+    assert "planned at d = +0.100, favourable" in p_cand.reasons[0]
+    assert "no finite number of draws" in p_cand.reasons[0]
 
 
 def test_projected_draws_pass_the_ess_gate_with_margin():
@@ -93,25 +147,29 @@ def test_projected_draws_pass_the_ess_gate_with_margin():
     assert compare.summarize(grown).ess_bulk >= RULE.ess_bulk_min
 
 
-def test_a_difference_on_the_boundary_cannot_be_decided():
-    s = compare.Summary(0.2, 1.0, 0.01, 0.005, 4000, 4000, 1.0, 4, 1000, 0.5)
+def test_an_interval_whose_favourable_end_is_on_the_boundary_is_planned_at_the_estimate():
+    # D = [0.2, 0.3]: its end nearest to 0 sits on δ, so no number of draws decides it
+    # there; at the estimate d = 0.25 the interval must shrink to +-0.05/MARGIN
+    s = compare.Summary(0.25, 1.0, 0.0125, 0.005, 4000, 4000, 1.0, 4, 1000, 0.5)
     b = compare.Summary(0.0, 1.0, 0.0, 0.0, 4000, 4000, 1.0, 4, 1000, 0.5)
     c = compare.compare_summaries("x", s, b, RULE)
-    assert c.verdict == compare.INCONCLUSIVE
+    assert c.verdict == compare.INCONCLUSIVE and math.isclose(c.d_interval[0], 0.2)
     result = compare.ScopeComparison(compare.INCONCLUSIVE, "", (), (), (c,))
     p_cand, _ = looks.project(result, RULE, (True, False))
-    assert math.isinf(p_cand.factor)
-    assert p_cand.to_dict()["factor"] is None
+    assert math.isclose(p_cand.factor, 0.0125 ** 2 / (0.05 / looks.MARGIN / RULE.k) ** 2, rel_tol=1e-9)
+    assert "estimate; d = +0.200, favourable would need no finite number of draws" in p_cand.reasons[0]
+    assert looks.Projection(math.inf, ()).to_dict()["factor"] is None
 
 
 def test_both_sides_share_the_error_budget():
-    s = compare.Summary(0.1, 1.0, 0.03, 0.01, 4000, 4000, 1.0, 4, 1000, 0.5)
+    s = compare.Summary(0.05, 1.0, 0.03, 0.01, 4000, 4000, 1.0, 4, 1000, 0.5)
     b = compare.Summary(0.0, 1.0, 0.03, 0.01, 4000, 4000, 1.0, 4, 1000, 0.5)
     c = compare.compare_summaries("x", s, b, RULE)
     result = compare.ScopeComparison(compare.INCONCLUSIVE, "", (), (), (c,))
     pc, pb = looks.project(result, RULE, (True, True))
-    # each side's MCSE must fall to allowed/√2: allowed = (0.2 − 0.1)/1.25/4 = 0.02
-    expected = 0.03 ** 2 / (0.02 ** 2 / 2)
+    # each side's MCSE must fall to allowed/√2: allowed = (0.2 − 0.05)/1.25/4 = 0.03
+    # (planned at the estimate; at d = 0 it would be 0.5·0.2/4 = 0.025, dearer)
+    expected = 0.03 ** 2 / (0.03 ** 2 / 2)
     assert math.isclose(pc.factor, expected, rel_tol=1e-9) and math.isclose(pb.factor, expected, rel_tol=1e-9)
 
 
@@ -127,7 +185,7 @@ def test_a_side_too_noisy_for_the_interval_is_grown_too():
     assert math.isfinite(pc.factor) and math.isfinite(pb.factor) and pb.factor > 1
 
 
-def test_while_a_gate_fails_only_the_gates_are_projected():
+def test_while_a_gate_fails_the_intervals_are_planned_at_d_0_r_1_only():
     """catches: a poorly mixed fit's r (here ~1.5 at bulk ESS ~30) taken at face value,
     projecting a huge factor to shrink R past the band (calibration study: 139x, over the
     draw cap, stopped correct hierarchical audits at their first look)."""
@@ -140,7 +198,105 @@ def test_while_a_gate_fails_only_the_gates_are_projected():
     assert compare.interval_states(c.d_interval, c.r_interval, RULE)[1] != "in"
     p_cand, _ = looks.project(first, RULE, (True, False))
     s = compare.summarize(cand)
+    b = compare.summarize(base)
     gates_only = max(looks.MARGIN * RULE.ess_bulk_min / s.ess_bulk, looks.MARGIN * RULE.ess_tail_min / s.ess_tail,
                      looks.MARGIN * (s.rhat - 1) / (RULE.rhat_max - 1), looks.MIN_FACTOR)
-    assert math.isclose(p_cand.factor, gates_only, rel_tol=1e-9)
-    assert all(("ESS" in why) or ("R-hat" in why) for why in p_cand.reasons)
+    # the floor: D and R shrunk to half their room at d = 0, r = 1, the baseline fixed
+    share = looks.FAVOURABLE_SHARE
+    floor_d = (s.mcse_mean / s.sd * b.sd) ** 2 / ((share * RULE.delta * b.sd / RULE.k) ** 2 - b.mcse_mean ** 2)
+    floor_r = (s.mcse_sd / s.sd) ** 2 / ((share * math.log(1.25) / RULE.k) ** 2 - (b.mcse_sd / b.sd) ** 2)
+    assert math.isclose(p_cand.factor, max(gates_only, floor_d, floor_r), rel_tol=1e-9)
+    assert not any("estimate" in why for why in p_cand.reasons)
+    assert p_cand.factor < 100  # under the 100,000-draw cap (the old plan: 139x)
+
+
+def test_a_failing_fit_is_asked_for_what_the_intervals_need_not_just_the_gates():
+    """catches: looks that chase the gates in small steps (x1.9, x1.5, x1.4 on calibration
+    seed 20261218 of hier6) and run out of looks when the gates pass with the intervals
+    still too wide to decide even an exactly agreeing pair."""
+    # candidate: bulk ESS 300 < 400 and R-hat 1.012; relative MCSE of its SD 0.06,
+    # the baseline's 0.015 (it passes its gates and is not grown)
+    cand = compare.Summary(0.0, 1.0, 0.03, 0.06, 300, 450, 1.012, 4, 1000, 0.5)
+    base = compare.Summary(0.0, 1.0, 0.015, 0.015, 2500, 2500, 1.0, 4, 1000, 0.5)
+    c = compare.compare_summaries("x", cand, base, RULE)
+    assert compare.interval_states(c.d_interval, c.r_interval, RULE) != ("in", "in")
+    gates = tuple(compare.gate_failures({"x": cand}, 0, RULE))
+    assert gates
+    result = compare.ScopeComparison(compare.INCONCLUSIVE, "", gates, (), (c,))
+    grow = compare.sides_needing_draws(result, RULE)
+    assert grow == (True, False)
+    p_cand, p_base = looks.project(result, RULE, grow)
+    gates_only = max(looks.MARGIN * 400 / 300, looks.MARGIN * 0.012 / 0.01)
+    floor_r = 0.06 ** 2 / ((looks.FAVOURABLE_SHARE * math.log(1.25) / RULE.k) ** 2 - 0.015 ** 2)
+    assert floor_r > 3 * gates_only
+    assert math.isclose(p_cand.factor, floor_r, rel_tol=1e-9) and p_base.factor == 1.0
+    assert "planned at r = 1.000, favourable" in p_cand.reasons[0]
+
+
+# ------------------------------------------------- the draw cap (workers.pipeline._plan_look)
+
+def plan_with(monkeypatch, factor: float, draws: int, seconds_left: float = 900.0, fit_seconds: float = 1.0):
+    """_plan_look on converged iid fits, with the LazyPPL projection forced to ``factor``
+    (a LazyPPL fit of ``draws`` per chain that took ``fit_seconds``)."""
+    from workers import pipeline
+    from workers.fit import Fit
+
+    rng = np.random.default_rng(9)
+    lazy = Fit("lazyppl", {"x": rng.standard_normal((4, 200))}, timings={"total": fit_seconds})
+    pymc = Fit("pymc", {"x": rng.standard_normal((4, 200))}, timings={"total": 1.0})
+    main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
+    monkeypatch.setattr(looks, "project", lambda result, rule, grow: (
+        looks.Projection(factor, ("x: forced",)), looks.Projection(1.0, ())))
+    monkeypatch.setattr(compare, "sides_needing_draws", lambda result, rule: (True, False))
+    return pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE,
+                               {"pymc": 1000, "lazyppl": draws}, seconds_left)
+
+
+def test_a_projection_a_little_over_the_cap_asks_for_the_cap(monkeypatch):
+    """catches: a projection just over the cap (e.g. 116,998 LazyPPL draws per chain,
+    calibration seed 20261201 of hier6) stopping the scope although the wall budget pays
+    for a look at the cap, which may still decide."""
+    from workers.pipeline import MAX_DRAWS
+
+    evidence, stop, nxt = plan_with(monkeypatch, 117.0, 1000, fit_seconds=2.0)
+    assert stop is None
+    assert nxt["lazyppl"] == MAX_DRAWS["lazyppl"] and nxt["pymc"] == 1000
+    assert evidence["capped"] == {"lazyppl": 117_000}
+    assert evidence["projected_seconds"] == 200.0  # the cap's cost, not the projection's
+
+
+def test_the_cap_is_not_asked_when_the_budget_cannot_pay_or_the_projection_is_far_over(monkeypatch):
+    from workers.pipeline import CAP_STRETCH, MAX_DRAWS
+
+    cap = MAX_DRAWS["lazyppl"]
+    _, stop, nxt = plan_with(monkeypatch, 117.0, 1000, seconds_left=150.0, fit_seconds=2.0)
+    assert stop.startswith("budget spent") and nxt["lazyppl"] == 1000
+    _, stop, _ = plan_with(monkeypatch, CAP_STRETCH * 100 + 1, 1000)
+    assert "above the 100000 a look may ask for" in stop
+    # a side already at the cap cannot grow: stop
+    _, stop, _ = plan_with(monkeypatch, 1.5, cap)
+    assert "(this look had them)" in stop
+
+
+def test_a_fixed_side_that_nearly_fills_the_allowance_makes_both_grow():
+    """catches: calibration seed 20261204 of hier6, look 1: the PyMC fit's MCSE of mu's
+    mean (0.0129, SD 0.521) took 98 % of the floor's allowance for D, so growing LazyPPL
+    alone projected 4,429x its draws, over the cap, and the audit stopped."""
+    cand = compare.Summary(1.534, 0.751, 0.121, 0.154, 65, 63, 1.048, 4, 1000, 0.99)
+    base = compare.Summary(1.502, 0.521, 0.0129, 0.0120, 1717, 1346, 1.001, 4, 1000, 0.99)
+    c = compare.compare_summaries("mu", cand, base, RULE)
+    gates = tuple(compare.gate_failures({"mu": cand}, 0, RULE))
+    result = compare.ScopeComparison(compare.INCONCLUSIVE, "", gates, (), (c,))
+    grow = compare.sides_needing_draws(result, RULE)
+    assert grow == (True, False)
+    p_cand, p_base = looks.project(result, RULE, grow)
+    allowed = looks.FAVOURABLE_SHARE * RULE.delta * 0.521 / RULE.k
+    assert 0.0129 ** 2 > allowed ** 2 / 2
+    # both share the allowances (D's and, likewise, R's); LazyPPL's MCSE of the mean taken
+    # at PyMC's SD (an agreeing pair's SDs are equal)
+    allowed_r = looks.FAVOURABLE_SHARE * math.log(1.25) / RULE.k
+    d_cand, d_base = ((0.121 / 0.751 * 0.521) ** 2, 0.0129 ** 2)
+    r_cand, r_base = ((0.154 / 0.751) ** 2, (0.0120 / 0.521) ** 2)
+    assert math.isclose(p_cand.factor, max(d_cand / (allowed ** 2 / 2), r_cand / (allowed_r ** 2 / 2)), rel_tol=1e-9)
+    assert math.isclose(p_base.factor, max(d_base / (allowed ** 2 / 2), r_base / (allowed_r ** 2 / 2)), rel_tol=1e-9)
+    assert p_cand.factor < 4 * 100 and p_base.factor < 3  # within CAP_STRETCH of the cap
