@@ -278,11 +278,16 @@ def test_real_programs_pass(source):
 
 
 def test_the_shipped_translations_pass():
+    """Each under the profile its meta.json names (strict unless it says otherwise)."""
+    import json
+
     models = sorted((ROOT / "corpus" / "translations").glob("*/model.py"))
     models += [ROOT / "tests" / "fixtures" / "eight_schools" / "model.py"]
     assert len(models) > 1
     for path in models:
-        verify(path.read_text())
+        meta = path.parent / "meta.json"
+        settings = json.loads(meta.read_text()).get("settings", {}) if meta.is_file() else {}
+        verify(path.read_text(), profile.get(settings.get("pymc", {}).get("profile", "strict")))
 
 
 def test_every_allow_listed_name_exists_in_the_installed_libraries():
