@@ -203,9 +203,13 @@ def build_program(source: str, *, limits: sandbox.Limits) -> CompiledProgram:
         compile_untrusted_module(text, work, build, limits=limits)
         binary = link_with_harness(work, build, limits=limits)
         target.parent.mkdir(parents=True, exist_ok=True)
-        staged = target.with_name(f"model.{os.getpid()}.tmp")
         if binary.is_symlink() or not binary.is_file():
             raise CompileError("the linker left no program binary", language="lazyppl")
+        # a name of its own per compile: two scopes of one audit (threads of one process)
+        # may compile the same program at once, and both publish the same binary
+        fd, name = tempfile.mkstemp(dir=target.parent, prefix="model.", suffix=".tmp")
+        os.close(fd)
+        staged = Path(name)
         shutil.copyfile(binary, staged)  # a file of ours, not the sandbox user's
         os.chmod(staged, 0o755)
         os.replace(staged, target)  # publish atomically

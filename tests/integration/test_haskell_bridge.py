@@ -6,6 +6,7 @@ must be compiled fresh carry a unique comment, so the binary cache cannot answer
 """
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tempfile
@@ -360,3 +361,52 @@ def test_allowed_extensions_switch_back_on_by_pragma(build):
         compile_untrusted_module(normalise_source(ALLOWED_PRAGMAS + TRIVIAL_MODEL), Path(tmp),
                                  build, limits=LIMITS)
         assert (Path(tmp) / "out" / "Model.o").is_file()
+
+
+def test_two_threads_publishing_the_same_program_both_succeed(monkeypatch, tmp_path, build):
+    """The two scopes of one audit (threads of one process) may compile the same program
+    at once. Both used to stage the binary under one name (model.<pid>.tmp): the first
+    rename took it and the second raised FileNotFoundError (a CI failure of
+    test_full_cauchy_on_tau_disagrees_and_names_tau). Both threads are held until both have
+    staged their copy, then both publish."""
+    import threading
+
+    from haskell_bridge import compile as bridge_compile
+
+    fake = tmp_path / "linked"
+    fake.write_bytes(b"#!/bin/sh\n")
+    both_linked, both_staged = threading.Barrier(2, timeout=30), threading.Barrier(2, timeout=30)
+
+    def link(work, build, limits):
+        both_linked.wait()
+        return fake
+
+    real_replace = os.replace
+
+    def replace(src, dst):
+        if str(src).endswith(".tmp"):
+            both_staged.wait()
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(bridge_compile, "compile_untrusted_module", lambda *a, **k: None)
+    monkeypatch.setattr(bridge_compile, "link_with_harness", link)
+    monkeypatch.setattr(bridge_compile.os, "replace", replace)
+    source = fresh(PRELUDE + TRIVIAL_MODEL)
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(build_program(source, limits=LIMITS))
+        except Exception as err:  # noqa: BLE001 - the test reports it
+            errors.append(err)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert len(results) == 2 and results[0].path == results[1].path
+    assert results[0].path.read_bytes() == b"#!/bin/sh\n"
+    assert not list(results[0].path.parent.glob("*.tmp"))  # nothing staged is left behind
+    shutil.rmtree(results[0].path.parent)  # not a real binary: keep it out of the cache
