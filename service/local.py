@@ -7,6 +7,7 @@ that `ppl-audit serve` pointed at the same file shows them too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import time
@@ -363,11 +364,8 @@ def run_batch(names: list[str], settings: AuditSettings, *, console: Console, fr
             except (FileNotFoundError, ValueError) as e:
                 evidence = reference_batch.missing(name, str(e))
             else:
-                if bar is not None:
-                    with bar() as p:
-                        evidence, fits = reference_batch.run(request, p)
-                else:
-                    evidence, fits = reference_batch.run(request)
+                with bar() if bar is not None else contextlib.nullcontext() as p:
+                    evidence, fits = reference_batch.run(request, p)
                 if save:
                     evidence["id"] = reference_batch.store(
                         sessions, request, evidence, fits, source="cli-batch",
