@@ -210,13 +210,31 @@ def build_program(source: str, *, limits: sandbox.Limits) -> CompiledProgram:
         fd, name = tempfile.mkstemp(dir=target.parent, prefix="model.", suffix=".tmp")
         os.close(fd)
         staged = Path(name)
-        shutil.copyfile(binary, staged)  # a file of ours, not the sandbox user's
-        os.chmod(staged, 0o755)
-        os.replace(staged, target)  # publish atomically
+        try:
+            shutil.copyfile(binary, staged)  # a file of ours, not the sandbox user's
+            os.chmod(staged, 0o755)
+            publish(staged, target)
+        finally:
+            staged.unlink(missing_ok=True)
     evict_old_programs(build.programs_dir, keep=MAX_CACHED_PROGRAMS)
     seconds = time.monotonic() - started
     log.info("lazyppl program %s: compiled in %.2f s", key, seconds)
     return CompiledProgram(target, key, cached=False, seconds=seconds)
+
+
+def publish(staged: Path, target: Path) -> None:
+    """Publish a compiled binary atomically, never over one already published.
+
+    A published binary may be starting in a sandbox: the sandbox stages it with a bind
+    mount, and a bind mount of a file that was replaced (unlinked) since cannot be bound
+    again (bwrap: "Unable to mount source on destination: No such file or directory",
+    seen when the second scope of an audit published the same program while the first
+    scope's run was starting). A hard link fails instead of replacing; the first
+    binary stands (the same source gives the same program)."""
+    try:
+        os.link(staged, target)
+    except FileExistsError:
+        log.info("lazyppl program %s: published by a concurrent compile", target.parent.name)
 
 
 def evict_old_programs(programs_dir: Path, *, keep: int) -> None:

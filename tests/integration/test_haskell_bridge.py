@@ -368,7 +368,8 @@ def test_two_threads_publishing_the_same_program_both_succeed(monkeypatch, tmp_p
     at once. Both used to stage the binary under one name (model.<pid>.tmp): the first
     rename took it and the second raised FileNotFoundError (a CI failure of
     test_full_cauchy_on_tau_disagrees_and_names_tau). Both threads are held until both have
-    staged their copy, then both publish."""
+    staged their copy, then both publish, the second after the first's binary is out: it
+    must not replace that binary, which may be starting in a sandbox by then."""
     import threading
 
     from haskell_bridge import compile as bridge_compile
@@ -381,22 +382,33 @@ def test_two_threads_publishing_the_same_program_both_succeed(monkeypatch, tmp_p
         both_linked.wait()
         return fake
 
-    real_replace = os.replace
+    real_chmod = os.chmod
+    order, lock, first_published = [], threading.Lock(), threading.Event()
+    inode_after_first = []
 
-    def replace(src, dst):
-        if str(src).endswith(".tmp"):
+    def chmod(path, mode, **kwargs):
+        real_chmod(path, mode, **kwargs)
+        if str(path).endswith(".tmp"):  # the staged copy: hold until both have one
             both_staged.wait()
-        return real_replace(src, dst)
+            with lock:
+                order.append(threading.get_ident())
+                second = len(order) == 2
+            if second:  # publish only after the first thread's binary is out (and may run)
+                first_published.wait(30)
 
     monkeypatch.setattr(bridge_compile, "compile_untrusted_module", lambda *a, **k: None)
     monkeypatch.setattr(bridge_compile, "link_with_harness", link)
-    monkeypatch.setattr(bridge_compile.os, "replace", replace)
+    monkeypatch.setattr(bridge_compile.os, "chmod", chmod)
     source = fresh(PRELUDE + TRIVIAL_MODEL)
     results, errors = [], []
 
     def run():
         try:
-            results.append(build_program(source, limits=LIMITS))
+            result = build_program(source, limits=LIMITS)
+            if not first_published.is_set():
+                inode_after_first.append(result.path.stat().st_ino)
+                first_published.set()
+            results.append(result)
         except Exception as err:  # noqa: BLE001 - the test reports it
             errors.append(err)
 
@@ -409,4 +421,8 @@ def test_two_threads_publishing_the_same_program_both_succeed(monkeypatch, tmp_p
     assert len(results) == 2 and results[0].path == results[1].path
     assert results[0].path.read_bytes() == b"#!/bin/sh\n"
     assert not list(results[0].path.parent.glob("*.tmp"))  # nothing staged is left behind
+    # the second publisher did not replace the first's binary, which may be running by
+    # then: a sandbox that staged the replaced file could not bind it (a corpus-batch
+    # error of arma11: "bwrap: Can't bind mount ... No such file or directory")
+    assert results[0].path.stat().st_ino == inode_after_first[0]
     shutil.rmtree(results[0].path.parent)  # not a real binary: keep it out of the cache
