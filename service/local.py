@@ -302,6 +302,9 @@ def batch_entry(evidence: dict, seconds: float, reused: bool) -> dict:
             "lazyppl_vs_pymc": full.get("lazyppl_vs_pymc"),
         },
         "seconds": round(seconds, 2), "reused": reused,
+        # the audit's own wall time (its scopes run side by side), also for a reused row
+        "audit_seconds": round(max((ev.get("seconds") or 0.0 for ev in scopes.values()),
+                                   default=0.0), 2),
     }
 
 
