@@ -226,6 +226,12 @@ def pairs() -> dict[str, Pair]:
         "hier6_noncentred": lambda: Pair("hier6_noncentred", "correct", hier_pymc,
                                          (ROOT / "lazyppl/examples/hier6n/Model.hs").read_text(), hier_data,
                                          None, 0.0, 1.0, notes="6 groups, both non-centred"),
+        "hier6_score": lambda: Pair("hier6_score", "correct", hier_pymc,
+                                    (ROOT / "lazyppl/examples/hier6s/Model.hs").read_text(), hier_data,
+                                    None, 0.0, 1.0,
+                                    notes="6 groups, LazyPPL genuinely centred in the tree's coordinates "
+                                          "(effects from a fixed base, re-weighted by score), PyMC "
+                                          "non-centred"),
         "gp_regr": lambda: _corpus("gp_pois_regr-gp_regr", "gp_regr"),
         "logistic": lambda: Pair("logistic", "correct", (MODELS / "logistic_model.py").read_text(),
                                  (MODELS / "Logistic.hs").read_text(),
