@@ -71,6 +71,10 @@ data Tuning = Tuning
     -- ^ frozen transported hyper moves ("LazyPPL.Internal.Transport")
   , tuTransportOverride :: !(Maybe Double)
     -- ^ a fixed transport share ('Nothing': 'transportShare' of the spread)
+  , tuLaplace :: !(Maybe (U.Vector Int, Matrix))
+    -- ^ the Laplace approximation's sites and covariance (exact curvature
+    -- at the mode, so a cleaner picture of which sites depend on which than
+    -- the windows of a slowly mixing chain)
   , tuHyperSites :: [Int]
     -- ^ addresses of the transported hyper sites
   , tuTransportEvaluations :: !Int
@@ -197,6 +201,7 @@ initialTuning sites approx = case approx of
          , tuArStep = 0.5
          , tuSingleScales = U.map sqrt (diagonal cov)
          , tuSingleScale = 2.38
+         , tuLaplace = Just (addrs, cov)
          }
   _ -> base
   where
@@ -219,6 +224,7 @@ initialTuning sites approx = case approx of
         , tuTransports = []
         , tuTransportOverride = Nothing
         , tuHyperSites = []
+        , tuLaplace = Nothing
         , tuTransportEvaluations = 0
         , tuScaleStats = Nothing
         , tuCounts = U.replicate kernelCount 0

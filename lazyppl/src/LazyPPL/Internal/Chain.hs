@@ -55,6 +55,9 @@ data KernelChoice
     -- fixed at the given values (transports are built whenever the share is
     -- positive; for tests and experiments).
     TransportMixture !Double !Double
+  | -- | 'TransportMixture' with the transported move's Jacobian dropped: a
+    -- deliberately wrong sampler, only so that tests can show they catch it.
+    BrokenTransportMixture !Double !Double
   deriving (Eq, Show)
 
 -- | Settings of a multi-chain run.
@@ -120,12 +123,16 @@ runChain s m c =
            AdaptiveKernel -> adaptive Nothing Nothing start g1
            SliceMixture share -> adaptive (Just share) Nothing start g1
            TransportMixture share tshare -> adaptive (Just share) (Just tshare) start g1
+           BrokenTransportMixture share tshare -> adaptive (Just share) (Just tshare) start g1
            PCNKernel -> fixedKernel 3 (\t -> Crank (tuBeta t)) True start g1
            UpstreamMH p -> fixedKernel 4 (const (PriorRedraw p)) False start g1
            UpstreamIrreducible p q -> fixedKernel 4 (const (Restart q p)) False start g1
   where
     g0 = mkGen (combine (ssSeed s) (fromIntegral c))
     eval = evaluateAt m
+    broken = case ssKernel s of
+      BrokenTransportMixture _ _ -> True
+      _ -> False
     warmup = max 0 (ssWarmup s)
     total = warmup + max 0 (ssDraws s) * max 1 (ssThin s)
     thin = max 1 (ssThin s)
@@ -203,7 +210,7 @@ runChain s m c =
     -- unless nothing changed); outcome, evaluations, invalid ones
     step t kernel g st = case kernel of
       TransportHyper ->
-        let (st', n, bad, g') = transportStep eval (tuTransports t) g st
+        let (st', n, bad, g') = transportStep eval (not broken) (tuTransports t) g st
             moved = csSites st' /= csSites st
         in (st', if n == 0 then Unchanged else if moved then Accepted else Rejected, n, bad, g')
       SliceSite addrs widths coefs centres ->
@@ -219,11 +226,11 @@ runChain s m c =
     transports end st t
       | share <= 0 = (if tuWeights t U.! transportIndex == 0 then t else setShares (tuWeights t U.! sliceIndex) 0 t, 0)
       | end `notElem` buildEnds = (keep, 0)
-      | otherwise = case tuCov t of
+      | otherwise = case structure of
           Nothing -> (keep, 0)
           Just cov ->
             let hypers = hyperCandidates maxHyperSites cov
-                built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) ia
+                built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (filter (/= ia) hypers) ia
                         | ia <- hypers ]
                 n = sum (map snd built)
                 t' = t { tuTransports = map fst built
@@ -232,6 +239,11 @@ runChain s m c =
             in (setShares (tuWeights t U.! sliceIndex) (if null built then 0 else share) t', n)
       where
         share = maybe (transportShare (tuSpread t)) id (tuTransportOverride t)
+        -- which sites are hyper sites: from the Laplace curvature when it
+        -- covers the same sites, else from the current covariance
+        structure = case tuLaplace t of
+          Just (lapSites, lapCov) | lapSites == tuSites t -> Just lapCov
+          _ -> tuCov t
         keep = setShares (tuWeights t U.! sliceIndex) (if null (tuTransports t) then 0 else share) t
     buildEnds = let ends = scWindowEnds (schedule warmup) in drop (length ends - transportBuilds) ends
     -- squared jump between two states over the adapted sites, in the metric
@@ -283,6 +295,7 @@ runChain s m c =
             AdaptiveKernel -> adaptiveTuning
             SliceMixture _ -> adaptiveTuning
             TransportMixture _ _ -> adaptiveTuning
+            BrokenTransportMixture _ _ -> adaptiveTuning
             PCNKernel -> [("pcn_beta", tuBeta t)]
             _ -> []
       in ChainResult draws acceptance evals invalid (stTries start) 0 tuning
@@ -299,11 +312,11 @@ data Start a = Start
 
 -- | How many of the last warm-up windows (re)build the transports.
 transportBuilds :: Int
-transportBuilds = 2
+transportBuilds = 1
 
 -- | Most hyper sites given a transported move.
 maxHyperSites :: Int
-maxHyperSites = 3
+maxHyperSites = 2
 
 -- | Laplace initialisation is skipped above this many sites (each Hessian
 -- costs about 2d² evaluations).

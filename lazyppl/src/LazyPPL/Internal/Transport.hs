@@ -76,38 +76,43 @@ data Transport = Transport
 
 -- | Grid nodes on each side of the centre (the grid has 2k + 1 nodes).
 transportNodes :: Int
-transportNodes = 4
+transportNodes = 3
 
--- | Hyper-site candidates from a covariance estimate over the adapted sites:
--- the sites whose marginal variance most exceeds their conditional variance
--- given all the others (κ_a = Σ_aa · (Σ⁻¹)_aa), i.e. those a single-site
--- move cannot move because the other sites pin them; at most @k@ of them,
--- each with κ ≥ 4 (marginal SD at least twice the conditional one).
--- Returns indices into the adapted sites, most pinned first.
+-- | Hyper-site candidates from a covariance estimate over the adapted
+-- sites: the sites whose conditionals most other sites depend on, scored by
+-- the fan-out Σ_i ρ_ai² of their partial correlations ρ_ai (from Σ⁻¹).  In
+-- θ_j = μ + τ z_j with informative data the z_j are conditionally
+-- independent given (μ, τ), so μ and τ score about 1 and each z_j about
+-- 2/J.  At most @k@ sites, each scoring at least 0.5, highest first
+-- (indices into the adapted sites).  (Marginal-over-conditional variance
+-- would be the natural alternative, but a stuck warm-up chain underestimates
+-- exactly the hyper sites' marginal variance.)
 hyperCandidates :: Int -> Matrix -> [Int]
 hyperCandidates k cov = case invertSpd cov of
   Nothing -> []
   Just p ->
     let d = matDim cov
-        kappa i = entry cov i i * entry p i i
-        ranked = sortBy (comparing (Down . snd)) [(i, kappa i) | i <- [0 .. d - 1]]
-    in if d < 2 then [] else take k [i | (i, kp) <- ranked, kp >= 4, not (isNaN kp)]
+        rho2 i j = let q = entry p i j in q * q / (entry p i i * entry p j j)
+        score i = sum [rho2 i j | j <- [0 .. d - 1], j /= i]
+        ranked = sortBy (comparing (Down . snd)) [(i, score i) | i <- [0 .. d - 1]]
+    in if d < 3 then [] else take k [i | (i, sc) <- ranked, sc >= 0.5, not (isNaN sc)]
 
 -- | Build the transport of site index @ia@ of @addrs@ around the frozen
 -- mean @mean@ with the hyper site's SD @sd@: @logPost@ is the log posterior
 -- density of a full vector over @addrs@ (other sites fixed by a seed).
 -- Returns the transport and the model evaluations used.
 buildTransport
-  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double -> Int
+  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double -> [Int] -> Int
   -> (Transport, Int)
-buildTransport logPost addrs mean sds ia =
+buildTransport logPost addrs mean sds fixed ia =
   let d = U.length addrs
-      others = U.fromList [j | j <- [0 .. d - 1], j /= ia]
+      others = U.fromList [j | j <- [0 .. d - 1], j /= ia, j `notElem` fixed]
       r = U.length others
-      h = max 0.05 (min 2 (sds U.! ia))
+      h = max 0.05 (min 2 (1.5 * sds U.! ia))
       xs = U.generate (2 * transportNodes + 1) (\k -> mean U.! ia + h * fromIntegral (k - transportNodes))
       eps j = max 1e-5 (min 1e-2 (1e-3 * sds U.! j))
-      full x zr = U.generate d (\j -> if j == ia then x else zr U.! (if j < ia then j else j - 1))
+      slot = IM.fromList (zip (U.toList others) [0 ..])
+      full x zr = U.generate d (\j -> if j == ia then x else maybe (mean U.! j) (zr U.!) (IM.lookup j slot))
       -- one Gauss–Seidel Newton sweep over R at hyper value x: returns the
       -- new z_R, the conditional SDs and the evaluations used
       sweep x zr0 =
@@ -175,13 +180,39 @@ interpolate tr x =
                t = (x - xs U.! i) / (xs U.! (i + 1) - xs U.! i)
            in (blend i t (trModes tr), blend i t (trLogScales tr))
 
+-- | m and log s for hyper site @tr@ at value x, with the other hyper sites
+-- at their current values: tr's own grid plus, for every other hyper site b
+-- (all transports share the transported sites R, which exclude every hyper
+-- site), the change of b's grid from its centre to b's current value (a
+-- first-order, additive combination).  A deterministic function of the
+-- hyper coordinates, and of the others only while they are held fixed.
+combined :: [Transport] -> Transport -> (Int -> Double) -> Double -> (U.Vector Double, U.Vector Double)
+combined trs tr current x =
+  let (m, l) = interpolate tr x
+      shifts =
+        [ (U.zipWith (-) mb mc, U.zipWith (-) lb lc)
+        | tb <- trs, trSite tb /= trSite tr, trOthers tb == trOthers tr
+        , let (mb, lb) = interpolate tb (current (trSite tb))
+        , let (mc, lc) = centreOf tb ]
+      add (p, q) (dp, dq) = (U.zipWith (+) p dp, U.zipWith (+) q dq)
+  in foldl add (m, l) shifts
+
+-- | The grid row at the centre node (the warm-up mean of the hyper site).
+centreOf :: Transport -> (U.Vector Double, U.Vector Double)
+centreOf tr =
+  let r = U.length (trOthers tr)
+  in (U.slice (transportNodes * r) r (trModes tr), U.slice (transportNodes * r) r (trLogScales tr))
+
 -- | One transported update of a hyper site chosen uniformly from the list.
 -- Returns the new state, evaluations, invalid ones and the generator.
+--
+-- @jacobian@ is 'True' except in a test that must see the deliberately
+-- wrong variant (the factor ∏ s_i(z_a) dropped) fail.
 transportStep
-  :: (Word64 -> Sites -> Evaluation a) -> [Transport] -> Gen -> ChainState a
+  :: (Word64 -> Sites -> Evaluation a) -> Bool -> [Transport] -> Gen -> ChainState a
   -> (ChainState a, Int, Int, Gen)
-transportStep _ [] g st = (st, 0, 0, g)
-transportStep eval trs g0 st =
+transportStep _ _ [] g st = (st, 0, 0, g)
+transportStep eval jacobian trs g0 st =
   let (w64, g1) = nextWord64 g0
       tr = trs !! fromIntegral (w64 `mod` fromIntegral (length trs))
       (seed, g2) = nextWord64 g1
@@ -191,11 +222,12 @@ transportStep eval trs g0 st =
       za = current a
       others = trOthers tr
       zr = U.map current others
-      (m0, l0) = interpolate tr za
+      at = combined trs tr current
+      (m0, l0) = at za
       w = U.zipWith3 (\z m l -> (z - m) * exp (negate l)) zr m0 l0
       pointAt x =
-        let (m, l) = interpolate tr x
-        in (U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w, U.sum l)
+        let (m, l) = at x
+        in (U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w, if jacobian then U.sum l else 0)
       logDensity x =
         let (zr', jac) = pointAt x
             nonFinite = U.any (\v -> isNaN v || isInfinite v) zr' || isNaN x || isInfinite x
@@ -207,7 +239,60 @@ transportStep eval trs g0 st =
                    lw = evLogWeight ev
                    prior = -0.5 * (x * x + U.sum (U.map (\v -> v * v) zr'))
                in if validLogWeight lw then (lw + prior + jac, Just ev) else (-1 / 0, Nothing)
-      f0 = csLogWeight st - 0.5 * (za * za + U.sum (U.map (\v -> v * v) zr)) + U.sum l0
+      f0 = csLogWeight st - 0.5 * (za * za + U.sum (U.map (\v -> v * v) zr)) + (if jacobian then U.sum l0 else 0)
       (found, n, bad, g3) = sliceOffset (trWidth tr) (\dx -> logDensity (za + dx)) f0 g2
-      st' = maybe st (\ev -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)) found
-  in (st', n, bad, g3)
+      st1 = maybe st (\ev -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)) found
+      (st2, nb, bb, g4) = blockStep eval trs tr g3 st1
+  in (st2, n + nb, bad + bb, g4)
+
+-- | Block steps of the transported sites in w coordinates, with z_a fixed.
+blockSteps :: U.Vector Double
+blockSteps = U.fromList [0.1, 0.25, 0.5, 0.8]
+
+-- | One MH move of all transported sites at once with the hyper site fixed:
+-- in w = (z_R − m(z_a))/s(z_a), w' = ρ w + β ξ (β from 'blockSteps' chosen
+-- at random, ρ = √(1 − β²)), reversible for N(0, I) in w, so the acceptance
+-- ratio is target(z') / target(z) · N(w; 0, I) / N(w'; 0, I) (the Jacobian
+-- ∏ s_i(z_a) cancels: z_a does not move).  Exact for any m, s; efficient
+-- when w given z_a is close to N(0, I), which the conditional-mode transport
+-- aims at: then the many sites a hyper site controls move together instead
+-- of one at a time.
+blockStep
+  :: (Word64 -> Sites -> Evaluation a) -> [Transport] -> Transport -> Gen -> ChainState a
+  -> (ChainState a, Int, Int, Gen)
+blockStep eval trs tr g0 st =
+  let (k64, g1) = nextWord64 g0
+      beta = blockSteps U.! fromIntegral (k64 `mod` fromIntegral (U.length blockSteps))
+      rho = sqrt (1 - beta * beta)
+      (seed, g2) = nextWord64 g1
+      sites0 = csSites st
+      current b = IM.findWithDefault (freshNormal seed b) b sites0
+      za = current (trSite tr)
+      others = trOthers tr
+      r = U.length others
+      zr = U.map current others
+      (m, l) = combined trs tr current za
+      w = U.zipWith3 (\z mi li -> (z - mi) * exp (negate li)) zr m l
+      (xi, g3) = gaussians r g2
+      w' = U.zipWith (\wi e -> rho * wi + beta * e) w xi
+      zr' = U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w'
+      sq v = U.sum (U.map (\x -> x * x) v)
+      (u, g4) = nextUniform g3
+  in if U.any (\v -> isNaN v || isInfinite v) zr'
+       then (st, 0, 0, g4)
+       else
+         let sites' = U.ifoldl' (\acc i b -> IM.insert b (zr' U.! i) acc) (IM.insert (trSite tr) za sites0) others
+             ev = eval seed sites'
+             lw = evLogWeight ev
+             logRatio = lw - csLogWeight st - 0.5 * (sq zr' - sq zr) + 0.5 * (sq w' - sq w)
+         in if not (validLogWeight lw)
+              then (st, 1, 1, g4)
+              else if log u < logRatio
+                then (ChainState (evSites ev) lw (evValue ev), 1, 0, g4)
+                else (st, 1, 0, g4)
+
+gaussians :: Int -> Gen -> (U.Vector Double, Gen)
+gaussians d g0 = go d g0 []
+  where
+    go 0 g acc = (U.fromListN d (reverse acc), g)
+    go k g acc = let (x, g') = nextNormal g in go (k - 1) g' (x : acc)
