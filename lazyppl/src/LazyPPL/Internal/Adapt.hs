@@ -159,7 +159,7 @@ transportShare spread
 
 -- | Largest transport share (taken from the MH kernels, not the slice).
 maxTransportShare :: Double
-maxTransportShare = 0.25
+maxTransportShare = 0.4
 
 -- | The five MH kernels' weights as fractions of their total.
 normalisedMh :: Tuning -> U.Vector Double
