@@ -230,7 +230,8 @@ runChain s m c =
           Nothing -> (keep, 0)
           Just cov ->
             let hypers = hyperCandidates maxHyperSites cov
-                built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (filter (/= ia) hypers) ia
+                now ia = IM.findWithDefault (0 / 0) (tuSites t U.! ia) (csSites st)
+                built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (filter (/= ia) hypers) (now ia) ia
                         | ia <- hypers ]
                 n = sum (map snd built)
                 t' = t { tuTransports = map fst built

@@ -76,7 +76,7 @@ data Transport = Transport
 
 -- | Grid nodes on each side of the centre (the grid has 2k + 1 nodes).
 transportNodes :: Int
-transportNodes = 3
+transportNodes = 4
 
 -- | Hyper-site candidates from a covariance estimate over the adapted
 -- sites: the sites whose conditionals most other sites depend on, scored by
@@ -101,15 +101,22 @@ hyperCandidates k cov = case invertSpd cov of
 -- mean @mean@ with the hyper site's SD @sd@: @logPost@ is the log posterior
 -- density of a full vector over @addrs@ (other sites fixed by a seed).
 -- Returns the transport and the model evaluations used.
+--
+-- The grid is centred between the warm-up mean and the hyper site's value
+-- @now@ in the chain's state at the end of warm-up, and spans both: a slowly
+-- mixing warm-up chain's window mean can be far from where the chain is
+-- (hier100: z_τ's window mean −0.2, the chain near −0.75), and beyond the
+-- grid the transport is constant, i.e. no help.
 buildTransport
-  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double -> [Int] -> Int
+  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double -> [Int] -> Double -> Int
   -> (Transport, Int)
-buildTransport logPost addrs mean sds fixed ia =
+buildTransport logPost addrs mean sds fixed now ia =
   let d = U.length addrs
       others = U.fromList [j | j <- [0 .. d - 1], j /= ia, j `notElem` fixed]
       r = U.length others
-      h = max 0.05 (min 2 (1.5 * sds U.! ia))
-      xs = U.generate (2 * transportNodes + 1) (\k -> mean U.! ia + h * fromIntegral (k - transportNodes))
+      centre = if isNaN now || isInfinite now then mean U.! ia else 0.5 * (mean U.! ia + now)
+      h = max 0.05 (min 2 (max (1.5 * sds U.! ia) (abs (now - mean U.! ia) / fromIntegral transportNodes)))
+      xs = U.generate (2 * transportNodes + 1) (\k -> centre + h * fromIntegral (k - transportNodes))
       eps j = max 1e-5 (min 1e-2 (1e-3 * sds U.! j))
       slot = IM.fromList (zip (U.toList others) [0 ..])
       full x zr = U.generate d (\j -> if j == ia then x else maybe (mean U.! j) (zr U.!) (IM.lookup j slot))
@@ -197,7 +204,7 @@ combined trs tr current x =
       add (p, q) (dp, dq) = (U.zipWith (+) p dp, U.zipWith (+) q dq)
   in foldl add (m, l) shifts
 
--- | The grid row at the centre node (the warm-up mean of the hyper site).
+-- | The grid row at the centre node.
 centreOf :: Transport -> (U.Vector Double, U.Vector Double)
 centreOf tr =
   let r = U.length (trOthers tr)
