@@ -101,6 +101,61 @@ funnel k = do
 sliceSettings :: Word64 -> SamplerSettings
 sliceSettings seed = (settings seed) {ssKernel = SliceMixture 0.5}
 
+-- | A hierarchical normal model with informative groups (non-centred in
+-- the tree's coordinates, so μ, τ and the θ's move only jointly):
+-- μ ~ N(0, 5), τ ~ half-N(2), θ_j ~ N(μ, τ), y_j ~ N(θ_j, 0.5).  Returns
+-- (μ, τ).
+hierTau :: Meas (Double, Double)
+hierTau = do
+  mu <- sample (normal 0 5)
+  tau <- sample (halfNormal 2)
+  thetas <- replicateM (length hierYs) (sample (normal mu tau))
+  scoreLog (Exp (sum [normalLogPdf th hierSigma y | (th, y) <- zip thetas hierYs]))
+  return (mu, tau)
+
+hierYs :: [Double]
+hierYs = [2.8, -1.3, 0.4, 3.9, 1.1, -0.6, 2.2, 5.0]
+
+hierSigma :: Double
+hierSigma = 0.5
+
+-- | Posterior mean and SD of μ and τ of 'hierTau' by quadrature of the
+-- θ-marginalised density N(μ; 0, 5)·half-N(τ; 2)·∏ N(y_j; μ, √(σ² + τ²))
+-- on a fine grid (midpoint rule; the density is smooth and negligible
+-- outside the box).
+hierReference :: ((Double, Double), (Double, Double))
+hierReference =
+  let mus = [-8 + 16 * (fromIntegral i + 0.5) / 800 | i <- [0 .. 799 :: Int]]
+      taus = [12 * (fromIntegral i + 0.5) / 1200 | i <- [0 .. 1199 :: Int]]
+      logp mu tau =
+        normalLogPdf 0 5 mu + normalLogPdf 0 2 tau
+          + sum [normalLogPdf mu (sqrt (hierSigma * hierSigma + tau * tau)) y | y <- hierYs]
+      pts = [(mu, tau, logp mu tau) | mu <- mus, tau <- taus]
+      top = maximum [l | (_, _, l) <- pts]
+      ws = [(mu, tau, exp (l - top)) | (mu, tau, l) <- pts]
+      z = sum [w | (_, _, w) <- ws]
+      moment f = sum [w * f mu tau | (mu, tau, w) <- ws] / z
+      mMu = moment (\mu _ -> mu)
+      mTau = moment (\_ tau -> tau)
+  in ( (mMu, sqrt (moment (\mu _ -> (mu - mMu) ^ (2 :: Int)))),
+       (mTau, sqrt (moment (\_ tau -> (tau - mTau) ^ (2 :: Int)))) )
+
+-- | 'agrees' as a verdict, for the deliberately wrong sampler.
+agreesWith :: (Double, Double) -> [[Double]] -> Bool
+agreesWith (trueMean, trueSd) chains =
+  let m = mean (concat chains)
+      mcse = pooledMcse 20 chains
+      sq = map (map (\x -> (x - m) ^ (2 :: Int))) chains
+      v = mean (concat sq)
+      relSdMcse = pooledMcse 20 sq / (2 * v)
+  in mcse < 0.1 * trueSd && abs (m - trueMean) < 4 * mcse && abs (log (sqrt v / trueSd)) < 4 * relSdMcse
+
+-- | Transported hyper moves at a fixed share (slice share 0.2, transport
+-- 0.4), so they are built and used whatever the Gaussian approximation's
+-- spread.
+transportSettings :: Word64 -> SamplerSettings
+transportSettings seed = (settings seed) {ssKernel = TransportMixture 0.2 0.4}
+
 eightSchools :: Data -> Meas Draw
 eightSchools d = do
   let ys = reals "y" d
@@ -187,6 +242,21 @@ spec = do
     it "turns the slice updates on (the Gaussian approximation is poor there)" $
       all (\r -> maybe False (> 0.2) (lookup "weight_slice" (crTuning r))) rs `shouldBe` True
     it "recovers the log-scale's marginal N(0, 3)" $ agrees (0, 3) (map crDraws rs)
+
+  describe "transported hyper moves (share fixed at 0.4)" $ do
+    let ((muMean, muSd), (tauMean, tauSd)) = hierReference
+    rs <- runIO (sampleChains (transportSettings 47) hierTau)
+    broken <- runIO (sampleChains ((transportSettings 47) {ssKernel = BrokenTransportMixture 0.2 0.4}) hierTau)
+    it "are built on two hyper sites (the model has μ and τ)" $
+      all (\r -> lookup "transport_hypers" (crTuning r) == Just 2) rs `shouldBe` True
+    it "recover τ's posterior (quadrature reference)" $
+      agrees (tauMean, tauSd) (map (map snd . crDraws) rs)
+    it "recover μ's posterior (quadrature reference)" $
+      agrees (muMean, muSd) (map (map fst . crDraws) rs)
+    it "the same check fails with the move's Jacobian dropped" $
+      agreesWith (tauMean, tauSd) (map (map snd . crDraws) broken) `shouldBe` False
+    it "on Neal's funnel (2 x's), v ~ N(0, 3)" $
+      fitChains (transportSettings 48) (funnel 2) >>= agrees (0, 3)
 
   describe "eight schools (non-centred) against posteriordb's reference" $ do
     ref <- runIO loadReference

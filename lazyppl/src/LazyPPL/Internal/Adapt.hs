@@ -20,8 +20,11 @@ module LazyPPL.Internal.Adapt
   , reweight
   , kernelCount
   , sliceIndex
+  , transportIndex
+  , transportShare
   , sliceShare
   , setSliceShare
+  , setShares
   , Schedule (..)
   , schedule
   , maxFullCovarianceSites
@@ -36,6 +39,7 @@ import LazyPPL.Internal.Laplace (Approximation (..))
 import LazyPPL.Internal.Linear
 import LazyPPL.Internal.Random (Gen, nextUniform)
 import LazyPPL.Internal.Slice (ScaleStats)
+import LazyPPL.Internal.Transport (Transport)
 
 -- | All tunable parameters of the default mixture.
 data Tuning = Tuning
@@ -63,6 +67,18 @@ data Tuning = Tuning
     -- ^ pooled window sums the coefficients come from
   , tuSliceOverride :: !(Maybe Double)
     -- ^ a fixed slice share ('Nothing': 'sliceShare' of the spread)
+  , tuTransports :: [Transport]
+    -- ^ frozen transported hyper moves ("LazyPPL.Internal.Transport")
+  , tuTransportOverride :: !(Maybe Double)
+    -- ^ a fixed transport share ('Nothing': 'transportShare' of the spread)
+  , tuLaplace :: !(Maybe (U.Vector Int, Matrix))
+    -- ^ the Laplace approximation's sites and covariance (exact curvature
+    -- at the mode, so a cleaner picture of which sites depend on which than
+    -- the windows of a slowly mixing chain)
+  , tuHyperSites :: [Int]
+    -- ^ addresses of the transported hyper sites
+  , tuTransportEvaluations :: !Int
+    -- ^ model evaluations spent building transports
   , tuSpread :: !Double
     -- ^ spread of log importance ratios of the current approximation (NaN
     -- before one has been scored)
@@ -84,7 +100,7 @@ data Tuning = Tuning
 -- robust for sites outside the adapted set (changing dimension), discrete
 -- choices and heavy tails.
 mixtureWeights :: [Double]
-mixtureWeights = map (* (1 - initialSliceShare)) [0.35, 0.45, 0.05, 0.1, 0.05] ++ [initialSliceShare]
+mixtureWeights = map (* (1 - initialSliceShare)) [0.35, 0.45, 0.05, 0.1, 0.05] ++ [initialSliceShare, 0]
 
 -- | Smallest weight each of the five MH kernels keeps after reweighting, as
 -- a share of the non-slice weight (so that no move type, and the
@@ -121,9 +137,29 @@ sliceShare spread
 maxSliceShare :: Double
 maxSliceShare = 0.5
 
--- | Set the slice share, keeping the proportions of the other kernels.
+-- | Set the slice share, keeping the proportions of the MH kernels and the
+-- transport share.
 setSliceShare :: Double -> Tuning -> Tuning
-setSliceShare share t = t {tuWeights = U.snoc (U.map (* (1 - share)) (normalisedMh t)) share}
+setSliceShare share t = setShares share (tuWeights t U.! transportIndex) t
+
+-- | Set the slice and transport shares, keeping the MH kernels' proportions
+-- (with a zero transport share the weights are exactly those of the mixture
+-- without transported moves).
+setShares :: Double -> Double -> Tuning -> Tuning
+setShares share tshare t =
+  t {tuWeights = U.map (* (1 - share - tshare)) (normalisedMh t) U.++ U.fromList [share, tshare]}
+
+-- | The transported hyper moves' share given the spread σ: none while the
+-- Gaussian approximation is good (σ ≤ 1, like 'sliceShare'), growing to
+-- 'maxTransportShare' at σ = 1.5; used only when a transport was built.
+transportShare :: Double -> Double
+transportShare spread
+  | isNaN spread = 0
+  | otherwise = maxTransportShare * max 0 (min 1 ((spread - 1) / 0.5))
+
+-- | Largest transport share (taken from the MH kernels, not the slice).
+maxTransportShare :: Double
+maxTransportShare = 0.4
 
 -- | The five MH kernels' weights as fractions of their total.
 normalisedMh :: Tuning -> U.Vector Double
@@ -139,7 +175,7 @@ mhCount = 5
 -- | Target acceptance rates (Roberts & Rosenthal: ≈0.234 for many-dimensional
 -- walks, ≈0.44 for one-dimensional ones).
 targets :: [Double]
-targets = [0.25, 0.35, 0.44, 0.25, 0, 0]
+targets = [0.25, 0.35, 0.44, 0.25, 0, 0, 0]
 
 
 -- | Number of kernels in the mixture.
@@ -165,6 +201,7 @@ initialTuning sites approx = case approx of
          , tuArStep = 0.5
          , tuSingleScales = U.map sqrt (diagonal cov)
          , tuSingleScale = 2.38
+         , tuLaplace = Just (addrs, cov)
          }
   _ -> base
   where
@@ -184,6 +221,11 @@ initialTuning sites approx = case approx of
         , tuScaleCoefs = Nothing
         , tuSpread = 0 / 0
         , tuSliceOverride = Nothing
+        , tuTransports = []
+        , tuTransportOverride = Nothing
+        , tuHyperSites = []
+        , tuLaplace = Nothing
+        , tuTransportEvaluations = 0
         , tuScaleStats = Nothing
         , tuCounts = U.replicate kernelCount 0
         , tuWeights = U.fromList mixtureWeights
@@ -200,6 +242,7 @@ mixture t =
   , Crank (tuBeta t)
   , PriorRedraw (1 / fromIntegral (max 1 (U.length (tuSites t))))
   , SliceSite (tuSites t) (U.map (* sliceWidth) (tuSingleScales t)) (tuScaleCoefs t) (tuMean t)
+  , TransportHyper
   ]
 
 -- | Slice width in units of the site's estimated posterior SD: a bracket
@@ -213,12 +256,18 @@ sliceWidth = 2
 sliceIndex :: Int
 sliceIndex = 5
 
+-- | Index of the transported hyper move in the mixture.
+transportIndex :: Int
+transportIndex = 6
+
 -- | Draw which kernel to use for the next step: its index and the kernel.
 chooseKernel :: Tuning -> Gen -> (Int, Kernel, Gen)
 chooseKernel t g =
   let (u, g') = nextUniform g
       cumulative = U.scanl1 (+) (tuWeights t)
-      i = min (kernelCount - 1) (U.length (U.takeWhile (<= u * U.last cumulative) cumulative))
+      -- a transport of weight 0 is never chosen, even at the rounding edge
+      top = if tuWeights t U.! transportIndex > 0 then kernelCount - 1 else sliceIndex
+      i = min top (U.length (U.takeWhile (<= u * U.last cumulative) cumulative))
   in (i, mixture t !! i, g')
 
 -- | Record a proposal of kernel @i@ that cost @cost@ model evaluations and
@@ -238,9 +287,10 @@ recordJump i cost jump t =
 reweight :: Tuning -> Tuning
 reweight t
   | total <= 0 = cleared
-  | otherwise = cleared {tuWeights = U.snoc (U.map (* (1 - slice)) (U.generate mhCount weight)) slice}
+  | otherwise = cleared {tuWeights = U.map (* (1 - slice - tshare)) (U.generate mhCount weight) U.++ U.fromList [slice, tshare]}
   where
     slice = tuWeights t U.! sliceIndex
+    tshare = tuWeights t U.! transportIndex
     current = normalisedMh t
     tries = tuTries t
     known i = tries U.! i >= 10

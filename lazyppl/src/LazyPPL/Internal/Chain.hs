@@ -34,6 +34,7 @@ import LazyPPL.Internal.Laplace
 import LazyPPL.Internal.Linear (Matrix (..))
 import LazyPPL.Internal.Random
 import LazyPPL.Internal.Slice (sliceStep)
+import LazyPPL.Internal.Transport
 
 -- | Which MCMC kernel a chain runs.
 data KernelChoice
@@ -50,6 +51,13 @@ data KernelChoice
     -- given value instead of chosen by the Gaussian approximation's spread
     -- (for tests of the slice updates and for experiments).
     SliceMixture !Double
+  | -- | The adaptive mixture with the slice and transported-hyper shares
+    -- fixed at the given values (transports are built whenever the share is
+    -- positive; for tests and experiments).
+    TransportMixture !Double !Double
+  | -- | 'TransportMixture' with the transported move's Jacobian dropped: a
+    -- deliberately wrong sampler, only so that tests can show they catch it.
+    BrokenTransportMixture !Double !Double
   deriving (Eq, Show)
 
 -- | Settings of a multi-chain run.
@@ -112,21 +120,26 @@ runChain s m c =
     Right (st0, tries, g1) ->
       let start = Start st0 tries tries (tries - 1) []
       in case ssKernel s of
-           AdaptiveKernel -> adaptive Nothing start g1
-           SliceMixture share -> adaptive (Just share) start g1
+           AdaptiveKernel -> adaptive Nothing Nothing start g1
+           SliceMixture share -> adaptive (Just share) Nothing start g1
+           TransportMixture share tshare -> adaptive (Just share) (Just tshare) start g1
+           BrokenTransportMixture share tshare -> adaptive (Just share) (Just tshare) start g1
            PCNKernel -> fixedKernel 3 (\t -> Crank (tuBeta t)) True start g1
            UpstreamMH p -> fixedKernel 4 (const (PriorRedraw p)) False start g1
            UpstreamIrreducible p q -> fixedKernel 4 (const (Restart q p)) False start g1
   where
     g0 = mkGen (combine (ssSeed s) (fromIntegral c))
     eval = evaluateAt m
+    broken = case ssKernel s of
+      BrokenTransportMixture _ _ -> True
+      _ -> False
     warmup = max 0 (ssWarmup s)
     total = warmup + max 0 (ssDraws s) * max 1 (ssThin s)
     thin = max 1 (ssThin s)
 
     -- Laplace initialisation (smooth, not too many sites, real warm-up),
     -- then the windowed adaptive mixture.
-    adaptive sliceOverride start g1 =
+    adaptive sliceOverride transportOverride start g1 =
       let st0 = stState start
           (lapSeed, g2) = nextWord64 g1
           d0 = IM.size (csSites st0)
@@ -149,7 +162,8 @@ runChain s m c =
             , stTuning = [("laplace", maybe 0 (const 1) approx), ("laplace_evaluations", fromIntegral lapEvals)]
             }
           t0 = initialTuning (csSites st1) approx
-          t0' = maybe t0 (\sh -> setSliceShare sh t0 {tuSliceOverride = Just sh}) sliceOverride
+          t0' = (maybe t0 (\sh -> setSliceShare sh t0 {tuSliceOverride = Just sh}) sliceOverride)
+                  {tuTransportOverride = transportOverride}
       in loop chooseKernel True (schedule warmup) t0' start' g2
 
     fixedKernel ki k adaptIt start g1 =
@@ -163,7 +177,7 @@ runChain s m c =
           | it >= total = finish t counters (reverse kept) evals invalid start
           | otherwise =
               let (ki, kernel, g') = pick t g
-                  (st', outcome, stepEvals, stepBad, g'') = step kernel g' st
+                  (st', outcome, stepEvals, stepBad, g'') = step t kernel g' st
                   evals' = evals + stepEvals + scoreEvals
                   invalid' = invalid + stepBad + scoreBad
                   inWarmup = it < warmup
@@ -179,7 +193,10 @@ runChain s m c =
                   window' = if recording then record wsites st' window else window
                   windowEnded = inWarmup && (it + 1) `elem` scWindowEnds sched
                   (t2, scoreEvals, scoreBad)
-                    | windowEnded = reestimate (logTarget st' wsites) (combine (ssSeed s) (fromIntegral it)) wsites window' (reweight t1)
+                    | windowEnded =
+                        let (te, ne, be) = reestimate (logTarget st' wsites) (combine (ssSeed s) (fromIntegral it)) wsites window' (reweight t1)
+                            (tt, nt) = transports (it + 1) st' te
+                        in (tt, ne + nt, be)
                     | it + 1 == warmup && adapting = (reweight t1, 0, 0)
                     | otherwise = (t1, 0, 0)
                   wsites' = if windowEnded || it + 1 == scWindowStart sched then windowSitesOf st' else wsites
@@ -191,7 +208,11 @@ runChain s m c =
 
     -- one transition: the slice update, or an MH proposal (one evaluation
     -- unless nothing changed); outcome, evaluations, invalid ones
-    step kernel g st = case kernel of
+    step t kernel g st = case kernel of
+      TransportHyper ->
+        let (st', n, bad, g') = transportStep eval (not broken) (tuTransports t) g st
+            moved = csSites st' /= csSites st
+        in (st', if n == 0 then Unchanged else if moved then Accepted else Rejected, n, bad, g')
       SliceSite addrs widths coefs centres ->
         let (st', n, bad, g') = sliceStep eval addrs widths coefs centres g st
             moved = csSites st' /= csSites st
@@ -200,6 +221,32 @@ runChain s m c =
         let (st', outcome, g') = mhStep eval kernel g st
         in (st', outcome, if outcome == Unchanged then 0 else 1, if outcome == Invalid then 1 else 0, g')
     windowSitesOf st = U.fromList (IM.keys (csSites st))
+    -- transported hyper moves: (re)built at the last 'transportBuilds'
+    -- window ends while their share is positive, frozen with the rest
+    transports end st t
+      | share <= 0 = (if tuWeights t U.! transportIndex == 0 then t else setShares (tuWeights t U.! sliceIndex) 0 t, 0)
+      | end `notElem` buildEnds = (keep, 0)
+      | otherwise = case structure of
+          Nothing -> (keep, 0)
+          Just cov ->
+            let hypers = hyperCandidates maxHyperSites cov
+                now ia = IM.findWithDefault (0 / 0) (tuSites t U.! ia) (csSites st)
+                built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (filter (/= ia) hypers) (now ia) ia
+                        | ia <- hypers ]
+                n = sum (map snd built)
+                t' = t { tuTransports = map fst built
+                       , tuHyperSites = hypers
+                       , tuTransportEvaluations = tuTransportEvaluations t + n }
+            in (setShares (tuWeights t U.! sliceIndex) (if null built then 0 else share) t', n)
+      where
+        share = maybe (transportShare (tuSpread t)) id (tuTransportOverride t)
+        -- which sites are hyper sites: from the Laplace curvature when it
+        -- covers the same sites, else from the current covariance
+        structure = case tuLaplace t of
+          Just (lapSites, lapCov) | lapSites == tuSites t -> Just lapCov
+          _ -> tuCov t
+        keep = setShares (tuWeights t U.! sliceIndex) (if null (tuTransports t) then 0 else share) t
+    buildEnds = let ends = scWindowEnds (schedule warmup) in drop (length ends - transportBuilds) ends
     -- squared jump between two states over the adapted sites, in the metric
     -- of the current covariance estimate
     jumpOf t a b =
@@ -224,7 +271,7 @@ runChain s m c =
     finish t (Counters props accs) draws evals invalid start =
       let totalProps = U.sum props
           acceptance = if totalProps == 0 then 0 else fromIntegral (U.sum accs) / fromIntegral totalProps
-          names = ["walk", "gaussian", "single", "pcn", "redraw", "slice"]
+          names = ["walk", "gaussian", "single", "pcn", "redraw", "slice", "transport"]
           perKernel =
             [ ("acceptance_" ++ nm, fromIntegral a / fromIntegral p)
             | (nm, p, a) <- zip3 names (U.toList props) (U.toList accs), p > 0 ]
@@ -237,11 +284,19 @@ runChain s m c =
               , ("slice_group_coefficients", maybe 0 (fromIntegral . U.length . U.filter (/= 0) . matEntries) (tuScaleCoefs t))
               ] ++ [("spread", tuSpread t) | not (isNaN (tuSpread t))]
                 ++ stTuning start
-                ++ [("weight_" ++ nm, w) | (nm, w) <- zip names (U.toList (tuWeights t))]
+                ++ [("weight_" ++ nm, w) | (nm, w) <- zip names (U.toList (tuWeights t)), nm /= "transport" || hasTransport]
+                ++ (if hasTransport
+                      then ("transport_hypers", fromIntegral (length (tuHyperSites t)))
+                             : ("transport_evaluations", fromIntegral (tuTransportEvaluations t))
+                             : [("transport_hyper_" ++ show k, fromIntegral ia) | (k, ia) <- zip [1 :: Int ..] (tuHyperSites t)]
+                      else [])
                 ++ perKernel
+          hasTransport = not (null (tuTransports t))
           tuning = case ssKernel s of
             AdaptiveKernel -> adaptiveTuning
             SliceMixture _ -> adaptiveTuning
+            TransportMixture _ _ -> adaptiveTuning
+            BrokenTransportMixture _ _ -> adaptiveTuning
             PCNKernel -> [("pcn_beta", tuBeta t)]
             _ -> []
       in ChainResult draws acceptance evals invalid (stTries start) 0 tuning
@@ -255,6 +310,14 @@ data Start a = Start
   , stInvalid :: !Int
   , stTuning :: [(String, Double)]
   }
+
+-- | How many of the last warm-up windows (re)build the transports.
+transportBuilds :: Int
+transportBuilds = 1
+
+-- | Most hyper sites given a transported move.
+maxHyperSites :: Int
+maxHyperSites = 2
 
 -- | Laplace initialisation is skipped above this many sites (each Hessian
 -- costs about 2d² evaluations).

@@ -82,6 +82,10 @@ data Kernel
     -- The matrix and vector are the group coefficients and centres of
     -- 'LazyPPL.Internal.Slice.sliceStep'.
     SliceSite !(U.Vector Int) !(U.Vector Double) !(Maybe Matrix) !(U.Vector Double)
+  | -- | A transported hyper-site update ("LazyPPL.Internal.Transport"), run
+    -- by the chain with the tuning's frozen transports; like 'SliceSite' not
+    -- an MH proposal ('mhStep' treats it as a move that changes nothing).
+    TransportHyper
 
 -- | Short name of a kernel, used in tuning reports.
 kernelName :: Kernel -> String
@@ -93,6 +97,7 @@ kernelName k = case k of
   PriorRedraw {} -> "redraw"
   Restart {} -> "restart"
   SliceSite {} -> "slice"
+  TransportHyper -> "transport"
 
 -- | What happened to a proposal.
 data Outcome
@@ -185,6 +190,7 @@ propose kernel freshSeed g sites = case kernel of
     let (u, g') = nextUniform g
     in if u < q then (IM.empty, 0, False, g') else redraw p g'
   SliceSite {} -> (sites, 0, True, g)
+  TransportHyper -> (sites, 0, True, g)
   where
     current a = IM.findWithDefault (freshNormal freshSeed a) a sites
     priorRatio old new = 0.5 * (U.sum (U.map sq old) - U.sum (U.map sq new))

@@ -24,6 +24,7 @@
 -- along with it (see 'scaleCoefficients').
 module LazyPPL.Internal.Slice
   ( sliceStep
+  , sliceOffset
   , sliceMaxSteps
   , ScaleStats
   , windowStats
@@ -111,7 +112,21 @@ sliceStep eval addrs widths coefs centres g0 st
                                    then (lw + logPriorAt pts + jacobian * d, Just ev)
                                    else (-1 / 0, Nothing)
                      f0 = csLogWeight st + logPriorAt (pointAt 0)
-                     (e, g3) = nextExponential g2
+                     (found, n, bad, g6) = sliceOffset w at f0 g2
+                     st' = maybe st (\ev -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)) found
+                 in (st', n, bad, g6)
+
+-- | Univariate slice sampling (Neal 2003, §4: stepping out with at most
+-- 'sliceMaxSteps' widths, then shrinkage) of an offset δ from the current
+-- point δ = 0, with the given width, log density @at@ (−∞ where invalid;
+-- its second component is what an accepted offset returns) and the log
+-- density @f0@ at δ = 0.  Translation-equivariant: nothing depends on the
+-- current point except through offsets from it.  Returns the accepted
+-- offset's payload ('Nothing': stay), the evaluations, the invalid ones and
+-- the generator.
+sliceOffset :: Double -> (Double -> (Double, Maybe e)) -> Double -> Gen -> (Maybe e, Int, Int, Gen)
+sliceOffset w at f0 g2 =
+                 let (e, g3) = nextExponential g2
                      level = f0 - e
                      (u, g4) = nextUniform g3
                      (v, g5) = nextUniform g4
@@ -131,19 +146,18 @@ sliceStep eval addrs widths coefs centres g0 st
                      -- shrinkage: sample uniformly in the bracket, shrink
                      -- towards δ = 0 on rejection
                      shrink !l !r !g !n !bad !k
-                       | k >= maxShrinks = (st, n, bad, g)
+                       | k >= maxShrinks = (Nothing, n, bad, g)
                        | otherwise =
                            let (u', g') = nextUniform g
                                d1 = l + u' * (r - l)
                                (f1, mev) = at d1
                                bad' = bad + invalid f1
                            in case mev of
-                                Just ev | f1 > level ->
-                                  (ChainState (evSites ev) (evLogWeight ev) (evValue ev), n + 1, bad', g')
+                                Just ev | f1 > level -> (Just ev, n + 1, bad', g')
                                 _ | d1 < 0 -> shrink d1 r g' (n + 1) bad' (k + 1)
                                   | otherwise -> shrink l d1 g' (n + 1) bad' (k + 1)
-                     (st', ns, bs, g6) = shrink left right g5 0 0 0
-                 in (st', nl + nr + ns, bl + br + bs, g6)
+                     (found, ns, bs, g6) = shrink left right g5 0 0 0
+                 in (found, nl + nr + ns, bl + br + bs, g6)
   where
     invalid f = if isInfinite f && f < 0 then 1 else 0 :: Int
 

@@ -1,0 +1,305 @@
+{-# LANGUAGE Trustworthy #-}
+{-# LANGUAGE BangPatterns #-}
+-- | Transported hyper-parameter moves: Gibbs updates of one "hyper" site in
+-- a fixed reparameterisation of the others (issue 14).
+--
+-- The geometry.  In the tree's Gaussian coordinates a hierarchical model is
+-- non-centred: θ_j = μ + τ z_j.  With informative data each z_j is pinned
+-- near (y_j − μ)/τ, so a move of τ (or μ) that holds the z's fixed moves
+-- every θ_j off its data and is rejected; (μ, τ, z) move only jointly.
+--
+-- The move.  For a hyper site a with the other adapted sites R, let m(x)
+-- and s(x) > 0 (vectors over R) be deterministic functions of the hyper
+-- coordinate x alone, and write the state as (z_a, w) with
+--
+-- > w = (z_R − m(z_a)) / s(z_a)                  (elementwise).
+--
+-- The target in (z_a, w) is π(z_a, m(z_a) + s(z_a) w) · ∏_i s_i(z_a).  One
+-- update draws z_a' from its conditional given w by univariate slice
+-- sampling ("LazyPPL.Internal.Slice".'sliceOffset') and maps back:
+-- z_R' = m(z_a') + s(z_a') w.
+--
+-- Why it is exact.  (z_a, z_R) ↦ (z_a, w) is a fixed bijection (for each x,
+-- an affine map of z_R with Jacobian ∏ 1/s_i(x)), so the target in the new
+-- coordinates is the density above, and slice sampling leaves the
+-- conditional of z_a given w invariant: the update is a Gibbs step in fixed
+-- coordinates.  m and s are frozen at the end of warm-up and depend on
+-- nothing the update moves except through z_a, so this holds for any choice
+-- of them; the choice only decides efficiency.  Sites outside a and R keep
+-- their values (unstored ones take them from the update's fresh seed, the
+-- usual Gibbs refresh of unread sites).
+--
+-- The choice.  m(x) is the conditional mode of z_R given z_a = x and s(x)
+-- the conditional SDs 1/√(−∂²log π/∂z_i²), found at the end of warm-up on a
+-- grid of x values by Gauss–Seidel Newton sweeps (one coordinate at a time,
+-- finite differences, 3 model evaluations per coordinate), started at the
+-- frozen warm-up mean and continued from node to node; between nodes m and
+-- log s are interpolated linearly, beyond the grid they are constant.  For
+-- θ_j = μ + τ z_j with normal data this finds m_j(τ) ≈ (y_j − μ)/τ and
+-- s_j(τ) ∝ 1/τ, i.e. the move holds the centred θ_j (nearly) fixed while τ
+-- moves: the centred Gibbs update inside a non-centred chain.
+module LazyPPL.Internal.Transport
+  ( Transport (..)
+  , buildTransport
+  , transportStep
+  , hyperCandidates
+  , transportNodes
+  ) where
+
+import Data.List (sortBy)
+import Data.Ord (comparing, Down (..))
+import qualified Data.IntMap.Strict as IM
+import qualified Data.Vector.Unboxed as U
+import Data.Word (Word64)
+
+import LazyPPL.Internal.Core
+import LazyPPL.Internal.Kernels (ChainState (..))
+import LazyPPL.Internal.Linear (Matrix (..), entry, invertSpd)
+import LazyPPL.Internal.Random
+import LazyPPL.Internal.Slice (sliceOffset)
+
+-- | A frozen transport for one hyper site.
+data Transport = Transport
+  { trSite :: !Int
+    -- ^ address of the hyper site a
+  , trOthers :: !(U.Vector Int)
+    -- ^ addresses of the transported sites R
+  , trNodes :: !(U.Vector Double)
+    -- ^ grid of z_a values, increasing
+  , trModes :: !(U.Vector Double)
+    -- ^ m at the nodes, row-major (node, site of R)
+  , trLogScales :: !(U.Vector Double)
+    -- ^ log s at the nodes, same layout
+  , trWidth :: !Double
+    -- ^ slice width for z_a
+  }
+
+-- | Grid nodes on each side of the centre (the grid has 2k + 1 nodes).
+transportNodes :: Int
+transportNodes = 4
+
+-- | Hyper-site candidates from a covariance estimate over the adapted
+-- sites: the sites whose conditionals most other sites depend on, scored by
+-- the fan-out Σ_i ρ_ai² of their partial correlations ρ_ai (from Σ⁻¹).  In
+-- θ_j = μ + τ z_j with informative data the z_j are conditionally
+-- independent given (μ, τ), so μ and τ score about 1 and each z_j about
+-- 2/J.  At most @k@ sites, each scoring at least 0.5, highest first
+-- (indices into the adapted sites).  (Marginal-over-conditional variance
+-- would be the natural alternative, but a stuck warm-up chain underestimates
+-- exactly the hyper sites' marginal variance.)
+hyperCandidates :: Int -> Matrix -> [Int]
+hyperCandidates k cov = case invertSpd cov of
+  Nothing -> []
+  Just p ->
+    let d = matDim cov
+        rho2 i j = let q = entry p i j in q * q / (entry p i i * entry p j j)
+        score i = sum [rho2 i j | j <- [0 .. d - 1], j /= i]
+        ranked = sortBy (comparing (Down . snd)) [(i, score i) | i <- [0 .. d - 1]]
+    in if d < 3 then [] else take k [i | (i, sc) <- ranked, sc >= 0.5, not (isNaN sc)]
+
+-- | Build the transport of site index @ia@ of @addrs@ around the frozen
+-- mean @mean@ with the hyper site's SD @sd@: @logPost@ is the log posterior
+-- density of a full vector over @addrs@ (other sites fixed by a seed).
+-- Returns the transport and the model evaluations used.
+--
+-- The grid is centred between the warm-up mean and the hyper site's value
+-- @now@ in the chain's state at the end of warm-up, and spans both: a slowly
+-- mixing warm-up chain's window mean can be far from where the chain is
+-- (hier100: z_τ's window mean −0.2, the chain near −0.75), and beyond the
+-- grid the transport is constant, i.e. no help.
+buildTransport
+  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double -> [Int] -> Double -> Int
+  -> (Transport, Int)
+buildTransport logPost addrs mean sds fixed now ia =
+  let d = U.length addrs
+      others = U.fromList [j | j <- [0 .. d - 1], j /= ia, j `notElem` fixed]
+      r = U.length others
+      centre = if isNaN now || isInfinite now then mean U.! ia else 0.5 * (mean U.! ia + now)
+      h = max 0.05 (min 2 (max (1.5 * sds U.! ia) (abs (now - mean U.! ia) / fromIntegral transportNodes)))
+      xs = U.generate (2 * transportNodes + 1) (\k -> centre + h * fromIntegral (k - transportNodes))
+      eps j = max 1e-5 (min 1e-2 (1e-3 * sds U.! j))
+      slot = IM.fromList (zip (U.toList others) [0 ..])
+      full x zr = U.generate d (\j -> if j == ia then x else maybe (mean U.! j) (zr U.!) (IM.lookup j slot))
+      -- one Gauss–Seidel Newton sweep over R at hyper value x: returns the
+      -- new z_R, the conditional SDs and the evaluations used
+      sweep x zr0 =
+        let f0 = logPost (full x zr0)
+            go !k !zr !f !acc !n
+              | k >= r = (zr, U.fromList (reverse acc), n)
+              | otherwise =
+                  let j = others U.! k
+                      e = eps j
+                      z = zr U.! k
+                      fp = logPost (full x (zr U.// [(k, z + e)]))
+                      fm = logPost (full x (zr U.// [(k, z - e)]))
+                      curv = -(fp - 2 * f + fm) / (e * e)
+                      grad = (fp - fm) / (2 * e)
+                      ok = curv > 0 && not (isInfinite curv) && not (isNaN grad) && not (isInfinite f)
+                      sdj = if ok then 1 / sqrt curv else sds U.! j
+                      stepv = if ok then max (-3 * sdj) (min (3 * sdj) (grad / curv)) else 0
+                      zr' = zr U.// [(k, z + stepv)]
+                      f' = if stepv == 0 then f else logPost (full x zr')
+                      better = f' >= f && not (isNaN f')
+                      n' = n + 2 + (if stepv == 0 then 0 else 1)
+                  in if better
+                       then go (k + 1) zr' f' (log sdj : acc) n'
+                       else go (k + 1) zr f (log sdj : acc) n'
+        in let (zr, ls, n) = go 0 zr0 f0 [] 1 in (zr, ls, n)
+      start = U.map (mean U.!) others
+      (zc1, _, n1) = sweep (xs U.! transportNodes) start
+      (zc, lc, n2) = sweep (xs U.! transportNodes) zc1
+      walk ks z0 = goW ks z0 [] 0
+        where
+          goW [] _ acc n = (acc, n)
+          goW (k : rest) z acc n =
+            let (z', l', m) = sweep (xs U.! k) z
+            in goW rest z' ((k, (z', l')) : acc) (n + m)
+      (upper, nu) = walk [transportNodes + 1 .. 2 * transportNodes] zc
+      (lower, nl) = walk [transportNodes - 1, transportNodes - 2 .. 0] zc
+      table = IM.fromList ((transportNodes, (zc, lc)) : upper ++ lower)
+      rowsOf f = U.concat [f (table IM.! k) | k <- [0 .. 2 * transportNodes]]
+      tr =
+        Transport
+          { trSite = addrs U.! ia
+          , trOthers = U.map (addrs U.!) others
+          , trNodes = xs
+          , trModes = rowsOf fst
+          , trLogScales = rowsOf snd
+          , trWidth = 2 * h
+          }
+  in (tr, n1 + n2 + nu + nl)
+
+-- | m(x) and log s(x): linear interpolation between grid nodes, constant
+-- beyond the ends.
+interpolate :: Transport -> Double -> (U.Vector Double, U.Vector Double)
+interpolate tr x =
+  let xs = trNodes tr
+      k = U.length xs
+      r = U.length (trOthers tr)
+      row v i = U.slice (i * r) r v
+      blend i t v = U.zipWith (\p q -> p + t * (q - p)) (row v i) (row v (i + 1))
+  in if x <= xs U.! 0
+       then (row (trModes tr) 0, row (trLogScales tr) 0)
+       else if x >= xs U.! (k - 1)
+         then (row (trModes tr) (k - 1), row (trLogScales tr) (k - 1))
+         else
+           let i = min (k - 2) (length (takeWhile (<= x) (U.toList xs)) - 1)
+               t = (x - xs U.! i) / (xs U.! (i + 1) - xs U.! i)
+           in (blend i t (trModes tr), blend i t (trLogScales tr))
+
+-- | m and log s for hyper site @tr@ at value x, with the other hyper sites
+-- at their current values: tr's own grid plus, for every other hyper site b
+-- (all transports share the transported sites R, which exclude every hyper
+-- site), the change of b's grid from its centre to b's current value (a
+-- first-order, additive combination).  A deterministic function of the
+-- hyper coordinates, and of the others only while they are held fixed.
+combined :: [Transport] -> Transport -> (Int -> Double) -> Double -> (U.Vector Double, U.Vector Double)
+combined trs tr current x =
+  let (m, l) = interpolate tr x
+      shifts =
+        [ (U.zipWith (-) mb mc, U.zipWith (-) lb lc)
+        | tb <- trs, trSite tb /= trSite tr, trOthers tb == trOthers tr
+        , let (mb, lb) = interpolate tb (current (trSite tb))
+        , let (mc, lc) = centreOf tb ]
+      add (p, q) (dp, dq) = (U.zipWith (+) p dp, U.zipWith (+) q dq)
+  in foldl add (m, l) shifts
+
+-- | The grid row at the centre node.
+centreOf :: Transport -> (U.Vector Double, U.Vector Double)
+centreOf tr =
+  let r = U.length (trOthers tr)
+  in (U.slice (transportNodes * r) r (trModes tr), U.slice (transportNodes * r) r (trLogScales tr))
+
+-- | One transported update of a hyper site chosen uniformly from the list.
+-- Returns the new state, evaluations, invalid ones and the generator.
+--
+-- @jacobian@ is 'True' except in a test that must see the deliberately
+-- wrong variant (the factor ∏ s_i(z_a) dropped) fail.
+transportStep
+  :: (Word64 -> Sites -> Evaluation a) -> Bool -> [Transport] -> Gen -> ChainState a
+  -> (ChainState a, Int, Int, Gen)
+transportStep _ _ [] g st = (st, 0, 0, g)
+transportStep eval jacobian trs g0 st =
+  let (w64, g1) = nextWord64 g0
+      tr = trs !! fromIntegral (w64 `mod` fromIntegral (length trs))
+      (seed, g2) = nextWord64 g1
+      sites0 = csSites st
+      current b = IM.findWithDefault (freshNormal seed b) b sites0
+      a = trSite tr
+      za = current a
+      others = trOthers tr
+      zr = U.map current others
+      at = combined trs tr current
+      (m0, l0) = at za
+      w = U.zipWith3 (\z m l -> (z - m) * exp (negate l)) zr m0 l0
+      pointAt x =
+        let (m, l) = at x
+        in (U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w, if jacobian then U.sum l else 0)
+      logDensity x =
+        let (zr', jac) = pointAt x
+            nonFinite = U.any (\v -> isNaN v || isInfinite v) zr' || isNaN x || isInfinite x
+        in if nonFinite
+             then (-1 / 0, Nothing)
+             else
+               let sites' = U.ifoldl' (\acc i b -> IM.insert b (zr' U.! i) acc) (IM.insert a x sites0) others
+                   ev = eval seed sites'
+                   lw = evLogWeight ev
+                   prior = -0.5 * (x * x + U.sum (U.map (\v -> v * v) zr'))
+               in if validLogWeight lw then (lw + prior + jac, Just ev) else (-1 / 0, Nothing)
+      f0 = csLogWeight st - 0.5 * (za * za + U.sum (U.map (\v -> v * v) zr)) + (if jacobian then U.sum l0 else 0)
+      (found, n, bad, g3) = sliceOffset (trWidth tr) (\dx -> logDensity (za + dx)) f0 g2
+      st1 = maybe st (\ev -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)) found
+      (st2, nb, bb, g4) = blockStep eval trs tr g3 st1
+  in (st2, n + nb, bad + bb, g4)
+
+-- | Block steps of the transported sites in w coordinates, with z_a fixed.
+blockSteps :: U.Vector Double
+blockSteps = U.fromList [0.1, 0.25, 0.5, 0.8]
+
+-- | One MH move of all transported sites at once with the hyper site fixed:
+-- in w = (z_R − m(z_a))/s(z_a), w' = ρ w + β ξ (β from 'blockSteps' chosen
+-- at random, ρ = √(1 − β²)), reversible for N(0, I) in w, so the acceptance
+-- ratio is target(z') / target(z) · N(w; 0, I) / N(w'; 0, I) (the Jacobian
+-- ∏ s_i(z_a) cancels: z_a does not move).  Exact for any m, s; efficient
+-- when w given z_a is close to N(0, I), which the conditional-mode transport
+-- aims at: then the many sites a hyper site controls move together instead
+-- of one at a time.
+blockStep
+  :: (Word64 -> Sites -> Evaluation a) -> [Transport] -> Transport -> Gen -> ChainState a
+  -> (ChainState a, Int, Int, Gen)
+blockStep eval trs tr g0 st =
+  let (k64, g1) = nextWord64 g0
+      beta = blockSteps U.! fromIntegral (k64 `mod` fromIntegral (U.length blockSteps))
+      rho = sqrt (1 - beta * beta)
+      (seed, g2) = nextWord64 g1
+      sites0 = csSites st
+      current b = IM.findWithDefault (freshNormal seed b) b sites0
+      za = current (trSite tr)
+      others = trOthers tr
+      r = U.length others
+      zr = U.map current others
+      (m, l) = combined trs tr current za
+      w = U.zipWith3 (\z mi li -> (z - mi) * exp (negate li)) zr m l
+      (xi, g3) = gaussians r g2
+      w' = U.zipWith (\wi e -> rho * wi + beta * e) w xi
+      zr' = U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w'
+      sq v = U.sum (U.map (\x -> x * x) v)
+      (u, g4) = nextUniform g3
+  in if U.any (\v -> isNaN v || isInfinite v) zr'
+       then (st, 0, 0, g4)
+       else
+         let sites' = U.ifoldl' (\acc i b -> IM.insert b (zr' U.! i) acc) (IM.insert (trSite tr) za sites0) others
+             ev = eval seed sites'
+             lw = evLogWeight ev
+             logRatio = lw - csLogWeight st - 0.5 * (sq zr' - sq zr) + 0.5 * (sq w' - sq w)
+         in if not (validLogWeight lw)
+              then (st, 1, 1, g4)
+              else if log u < logRatio
+                then (ChainState (evSites ev) lw (evValue ev), 1, 0, g4)
+                else (st, 1, 0, g4)
+
+gaussians :: Int -> Gen -> (U.Vector Double, Gen)
+gaussians d g0 = go d g0 []
+  where
+    go 0 g acc = (U.fromListN d (reverse acc), g)
+    go k g acc = let (x, g') = nextNormal g in go (k - 1) g' (x : acc)
