@@ -34,15 +34,22 @@ fitChains s m = map crDraws <$> sampleChains s m
 
 -- | Posterior mean and SD agree with the truth (see the module comment).
 agrees :: (Double, Double) -> [[Double]] -> Expectation
-agrees (trueMean, trueSd) chains = do
+agrees truth chains = do
+  let (mcse, meanError, logSdError, relSdMcse) = agreement truth chains
+  mcse `shouldSatisfy` (< 0.1 * snd truth)
+  meanError `shouldSatisfy` (< 4 * mcse)
+  logSdError `shouldSatisfy` (< 4 * relSdMcse)
+
+-- | What 'agrees' checks, as numbers: the pooled MCSE of the mean, |mean −
+-- true mean|, |log(sd / true sd)| and the relative MCSE of the SD.
+agreement :: (Double, Double) -> [[Double]] -> (Double, Double, Double, Double)
+agreement (trueMean, trueSd) chains =
   let m = mean (concat chains)
       mcse = pooledMcse 20 chains
       sq = map (map (\x -> (x - m) ^ (2 :: Int))) chains
       v = mean (concat sq)
       relSdMcse = pooledMcse 20 sq / (2 * v)
-  mcse `shouldSatisfy` (< 0.1 * trueSd)
-  abs (m - trueMean) `shouldSatisfy` (< 4 * mcse)
-  abs (log (sqrt v / trueSd)) `shouldSatisfy` (< 4 * relSdMcse)
+  in (mcse, abs (m - trueMean), abs (log (sqrt v / trueSd)), relSdMcse)
 
 -- | A posterior probability agrees within 4 batch-means MCSEs.
 probabilityAgrees :: Double -> [[Double]] -> Expectation
@@ -142,13 +149,9 @@ hierReference =
 
 -- | 'agrees' as a verdict, for the deliberately wrong sampler.
 agreesWith :: (Double, Double) -> [[Double]] -> Bool
-agreesWith (trueMean, trueSd) chains =
-  let m = mean (concat chains)
-      mcse = pooledMcse 20 chains
-      sq = map (map (\x -> (x - m) ^ (2 :: Int))) chains
-      v = mean (concat sq)
-      relSdMcse = pooledMcse 20 sq / (2 * v)
-  in mcse < 0.1 * trueSd && abs (m - trueMean) < 4 * mcse && abs (log (sqrt v / trueSd)) < 4 * relSdMcse
+agreesWith truth chains =
+  let (mcse, meanError, logSdError, relSdMcse) = agreement truth chains
+  in mcse < 0.1 * snd truth && meanError < 4 * mcse && logSdError < 4 * relSdMcse
 
 -- | Transported hyper moves at a fixed share (slice share 0.2, transport
 -- 0.4), so they are built and used whatever the Gaussian approximation's

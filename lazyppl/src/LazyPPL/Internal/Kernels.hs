@@ -29,6 +29,7 @@ module LazyPPL.Internal.Kernels
   , Outcome (..)
   , kernelName
   , mhStep
+  , normals
   , startState
   ) where
 

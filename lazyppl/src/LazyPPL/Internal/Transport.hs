@@ -43,7 +43,6 @@ module LazyPPL.Internal.Transport
   , buildTransport
   , transportStep
   , hyperCandidates
-  , transportNodes
   ) where
 
 import Data.List (sortBy)
@@ -53,7 +52,7 @@ import qualified Data.Vector.Unboxed as U
 import Data.Word (Word64)
 
 import LazyPPL.Internal.Core
-import LazyPPL.Internal.Kernels (ChainState (..))
+import LazyPPL.Internal.Kernels (ChainState (..), normals)
 import LazyPPL.Internal.Linear (Matrix (..), entry, invertSpd)
 import LazyPPL.Internal.Random
 import LazyPPL.Internal.Slice (sliceOffset)
@@ -93,8 +92,8 @@ hyperCandidates k cov = case invertSpd cov of
   Just p ->
     let d = matDim cov
         rho2 i j = let q = entry p i j in q * q / (entry p i i * entry p j j)
-        score i = sum [rho2 i j | j <- [0 .. d - 1], j /= i]
-        ranked = sortBy (comparing (Down . snd)) [(i, score i) | i <- [0 .. d - 1]]
+        fanOut i = sum [rho2 i j | j <- [0 .. d - 1], j /= i]
+        ranked = sortBy (comparing (Down . snd)) [(i, fanOut i) | i <- [0 .. d - 1]]
     in if d < 3 then [] else take k [i | (i, sc) <- ranked, sc >= 0.5, not (isNaN sc)]
 
 -- | Build the transport of site index @ia@ of @addrs@ around the frozen
@@ -231,22 +230,21 @@ transportStep eval jacobian trs g0 st =
       zr = U.map current others
       at = combined trs tr current
       (m0, l0) = at za
-      w = U.zipWith3 (\z m l -> (z - m) * exp (negate l)) zr m0 l0
+      w = standardise m0 l0 zr
       pointAt x =
         let (m, l) = at x
-        in (U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w, if jacobian then U.sum l else 0)
+        in (unstandardise m l w, if jacobian then U.sum l else 0)
       logDensity x =
         let (zr', jac) = pointAt x
             nonFinite = U.any (\v -> isNaN v || isInfinite v) zr' || isNaN x || isInfinite x
         in if nonFinite
              then (-1 / 0, Nothing)
              else
-               let sites' = U.ifoldl' (\acc i b -> IM.insert b (zr' U.! i) acc) (IM.insert a x sites0) others
-                   ev = eval seed sites'
+               let ev = eval seed (placed a x others zr' sites0)
                    lw = evLogWeight ev
-                   prior = -0.5 * (x * x + U.sum (U.map (\v -> v * v) zr'))
+                   prior = -0.5 * (x * x + sumSquares zr')
                in if validLogWeight lw then (lw + prior + jac, Just ev) else (-1 / 0, Nothing)
-      f0 = csLogWeight st - 0.5 * (za * za + U.sum (U.map (\v -> v * v) zr)) + (if jacobian then U.sum l0 else 0)
+      f0 = csLogWeight st - 0.5 * (za * za + sumSquares zr) + (if jacobian then U.sum l0 else 0)
       (found, n, bad, g3) = sliceOffset (trWidth tr) (\dx -> logDensity (za + dx)) f0 g2
       st1 = maybe st (\ev -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)) found
       (st2, nb, bb, g4) = blockStep eval trs tr g3 st1
@@ -279,27 +277,32 @@ blockStep eval trs tr g0 st =
       r = U.length others
       zr = U.map current others
       (m, l) = combined trs tr current za
-      w = U.zipWith3 (\z mi li -> (z - mi) * exp (negate li)) zr m l
-      (xi, g3) = gaussians r g2
+      w = standardise m l zr
+      (xi, g3) = normals r g2
       w' = U.zipWith (\wi e -> rho * wi + beta * e) w xi
-      zr' = U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w'
-      sq v = U.sum (U.map (\x -> x * x) v)
+      zr' = unstandardise m l w'
       (u, g4) = nextUniform g3
   in if U.any (\v -> isNaN v || isInfinite v) zr'
        then (st, 0, 0, g4)
        else
-         let sites' = U.ifoldl' (\acc i b -> IM.insert b (zr' U.! i) acc) (IM.insert (trSite tr) za sites0) others
-             ev = eval seed sites'
+         let ev = eval seed (placed (trSite tr) za others zr' sites0)
              lw = evLogWeight ev
-             logRatio = lw - csLogWeight st - 0.5 * (sq zr' - sq zr) + 0.5 * (sq w' - sq w)
+             logRatio = lw - csLogWeight st - 0.5 * (sumSquares zr' - sumSquares zr)
+                          + 0.5 * (sumSquares w' - sumSquares w)
          in if not (validLogWeight lw)
               then (st, 1, 1, g4)
               else if log u < logRatio
                 then (ChainState (evSites ev) lw (evValue ev), 1, 0, g4)
                 else (st, 1, 0, g4)
 
-gaussians :: Int -> Gen -> (U.Vector Double, Gen)
-gaussians d g0 = go d g0 []
-  where
-    go 0 g acc = (U.fromListN d (reverse acc), g)
-    go k g acc = let (x, g') = nextNormal g in go (k - 1) g' (x : acc)
+-- | w = (z_R − m) / s and its inverse, with s = exp l (elementwise).
+standardise, unstandardise :: U.Vector Double -> U.Vector Double -> U.Vector Double -> U.Vector Double
+standardise m l z = U.zipWith3 (\zi mi li -> (zi - mi) * exp (negate li)) z m l
+unstandardise m l w = U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w
+
+-- | The sites with hyper site @a@ at @za@ and the transported sites at @zr@.
+placed :: Int -> Double -> U.Vector Int -> U.Vector Double -> Sites -> Sites
+placed a za others zr sites0 = U.ifoldl' (\acc i b -> IM.insert b (zr U.! i) acc) (IM.insert a za sites0) others
+
+sumSquares :: U.Vector Double -> Double
+sumSquares = U.sum . U.map (\v -> v * v)
