@@ -218,20 +218,22 @@ def pairs() -> dict[str, Pair]:
     """Every pair of the study by short name (built lazily: corpus data are read here)."""
     hier_data = json.loads((ROOT / "lazyppl" / "examples" / "hier6c" / "data.json").read_text())
     hier_pymc = (ROOT / "tests" / "fixtures" / "geometry" / "hier6_model.py").read_text()
+
+    def hier6(short: str, example: str, notes: str) -> Pair:
+        """The 6-group model: our PyMC program against lazyppl/examples/<example>."""
+        return Pair(short, "correct", hier_pymc,
+                    (ROOT / "lazyppl" / "examples" / example / "Model.hs").read_text(), hier_data,
+                    None, 0.0, 1.0, notes=notes)
+
     builders = {
         "eight_schools_nc": lambda: _corpus("eight_schools-eight_schools_noncentered", "eight_schools_nc"),
-        "hier6_centred": lambda: Pair("hier6_centred", "correct", hier_pymc,
-                                      (ROOT / "lazyppl/examples/hier6c/Model.hs").read_text(), hier_data,
-                                      None, 0.0, 1.0, notes="6 groups, LazyPPL centred, PyMC non-centred"),
-        "hier6_noncentred": lambda: Pair("hier6_noncentred", "correct", hier_pymc,
-                                         (ROOT / "lazyppl/examples/hier6n/Model.hs").read_text(), hier_data,
-                                         None, 0.0, 1.0, notes="6 groups, both non-centred"),
-        "hier6_score": lambda: Pair("hier6_score", "correct", hier_pymc,
-                                    (ROOT / "lazyppl/examples/hier6s/Model.hs").read_text(), hier_data,
-                                    None, 0.0, 1.0,
-                                    notes="6 groups, LazyPPL genuinely centred in the tree's coordinates "
-                                          "(effects from a fixed base, re-weighted by score), PyMC "
-                                          "non-centred"),
+        "hier6_centred": lambda: hier6("hier6_centred", "hier6c",
+                                       "6 groups, LazyPPL centred, PyMC non-centred"),
+        "hier6_noncentred": lambda: hier6("hier6_noncentred", "hier6n", "6 groups, both non-centred"),
+        "hier6_score": lambda: hier6("hier6_score", "hier6s",
+                                     "6 groups, LazyPPL genuinely centred in the tree's coordinates "
+                                     "(effects from a fixed base, re-weighted by score), PyMC "
+                                     "non-centred"),
         "gp_regr": lambda: _corpus("gp_pois_regr-gp_regr", "gp_regr"),
         "logistic": lambda: Pair("logistic", "correct", (MODELS / "logistic_model.py").read_text(),
                                  (MODELS / "Logistic.hs").read_text(),

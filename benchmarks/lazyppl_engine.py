@@ -169,18 +169,23 @@ def time_to_target(source: str, data: dict, bases: list[str], seed: int) -> dict
 
 ROOT = HERE.parent
 GEOMETRY = ROOT / "tests" / "fixtures" / "geometry"
+
+
+def _hier6(example: str) -> tuple:
+    """The 6-group model: lazyppl/examples/<example> against our PyMC program."""
+    return (ROOT / "lazyppl" / "examples" / example / "Model.hs", GEOMETRY / "hier6_model.py",
+            GEOMETRY / "hier6_data.json", ["mu", "tau", "sigma", "theta"])
+
+
 #: name -> (LazyPPL program, PyMC program, data file or corpus posterior, compared bases)
 VERSUS = {
     "eight_schools_centered": ("corpus", "eight_schools-eight_schools_centered", ["mu", "tau", "theta"]),
     "eight_schools_noncentered": ("corpus", "eight_schools-eight_schools_noncentered",
                                   ["mu", "tau", "theta"]),
-    "hier6_centred": (ROOT / "lazyppl" / "examples" / "hier6c" / "Model.hs", GEOMETRY / "hier6_model.py",
-                      GEOMETRY / "hier6_data.json", ["mu", "tau", "sigma", "theta"]),
-    "hier6_noncentred": (ROOT / "lazyppl" / "examples" / "hier6n" / "Model.hs", GEOMETRY / "hier6_model.py",
-                         GEOMETRY / "hier6_data.json", ["mu", "tau", "sigma", "theta"]),
+    "hier6_centred": _hier6("hier6c"),
+    "hier6_noncentred": _hier6("hier6n"),
     # genuinely centred in the tree's coordinates (effects from a fixed base, re-weighted)
-    "hier6_score": (ROOT / "lazyppl" / "examples" / "hier6s" / "Model.hs", GEOMETRY / "hier6_model.py",
-                    GEOMETRY / "hier6_data.json", ["mu", "tau", "sigma", "theta"]),
+    "hier6_score": _hier6("hier6s"),
     "gp_pois_regr": ("corpus", "gp_pois_regr-gp_pois_regr", ["rho", "alpha", "f"]),
     "hier100": (ROOT / "lazyppl" / "examples" / "hier100" / "Model.hs",
                 HERE / "lazyppl_models" / "hier100_model.py",
