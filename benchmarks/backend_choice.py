@@ -157,6 +157,10 @@ POSTERIORS = [
     "gp_pois_regr-gp_pois_regr",
     "mcycle_gp-accel_gp",
     "diamonds-diamonds",
+    # the batch's tails (forward-filter HMMs: nutpie compile ~100 s, issue 11)
+    "hmm_example-hmm_example",
+    "bball_drive_event_0-hmm_drive_0",
+    "bball_drive_event_1-hmm_drive_1",
 ]
 # (label, backend, mass matrix)
 CONFIGS = [
@@ -219,7 +223,7 @@ def _fit(model, job: dict):
 
     if job["backend"] == "nutpie-jax":
         return _nutpie_jax(model, job)(job["target_accept"])
-    return backends.sampler(model, job)(job["target_accept"])
+    return backends.sampler(model, job["backend"])(job["target_accept"], job)
 
 
 def child_main(spec_path: str) -> None:

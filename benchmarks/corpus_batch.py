@@ -33,6 +33,9 @@ def main() -> None:
                     "reports/reference_audits.json with --reference-only")
     ap.add_argument("--reference-only", action="store_true",
                     help="our PyMC programs against the reference draws, no LazyPPL side")
+    ap.add_argument("--pymc-backend", choices=["pymc", "nutpie", "numpyro", "auto"],
+                    help="PyMC NUTS backend instead of the default (e.g. auto: the measured "
+                    "rule of workers/pymc_runner/choice.py)")
     ap.add_argument("--markdown", type=Path, metavar="REPORT",
                     help="print a Markdown table of an existing report and exit")
     args = ap.parse_args()
@@ -50,7 +53,10 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     started = time.monotonic()
-    report = run_batch(names, AuditSettings(), console=Console(stderr=True),
+    settings = AuditSettings()
+    if args.pymc_backend:
+        settings = AuditSettings(pymc=settings.pymc.model_copy(update={"backend": args.pymc_backend}))
+    report = run_batch(names, settings, console=Console(stderr=True),
                        lazyppl=not args.reference_only)
     out = args.out or ROOT / "reports" / ("reference_audits.json" if args.reference_only
                                           else "corpus.json")
