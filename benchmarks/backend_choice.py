@@ -2,10 +2,13 @@
 
 Run on demand (not in CI)::
 
-    heavy .venv/bin/python benchmarks/backend_choice.py                 # all, ~40 min
-    heavy .venv/bin/python benchmarks/backend_choice.py --posterior arK-arK --backend nutpie
+    heavy .venv/bin/python benchmarks/backend_choice.py                 # all: > 1 h
+    heavy .venv/bin/python benchmarks/backend_choice.py --posterior arK-arK --config nutpie
 
-Raw figures of the run below: backend_choice-2026-12-01.jsonl (one JSON line per phase).
+Raw figures of the run below: backend_choice-2026-12-01.jsonl (one JSON line per phase;
+the first eleven posteriors, ~40 min). The three HMMs were added 2026-12-02 and measured
+warm only (backend_choice-2026-12-02-hmm.jsonl): nutpie's numba compile of their
+forward filter takes ~2 min a phase, so all posteriors in every phase take well over an hour.
 
 What is measured, per corpus posterior (corpus/translations/<p>/model.py on the
 posteriordb data) and backend, each phase in a fresh Python process with exactly the

@@ -20,8 +20,11 @@ import platform
 import subprocess
 import time
 from pathlib import Path
+from typing import get_args
 
 from rich.console import Console
+
+from workers.settings import AuditSettings, PyMCSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -33,7 +36,7 @@ def main() -> None:
                     "reports/reference_audits.json with --reference-only")
     ap.add_argument("--reference-only", action="store_true",
                     help="our PyMC programs against the reference draws, no LazyPPL side")
-    ap.add_argument("--pymc-backend", choices=["pymc", "nutpie", "numpyro", "auto"],
+    ap.add_argument("--pymc-backend", choices=get_args(PyMCSettings.model_fields["backend"].annotation),
                     help="PyMC NUTS backend instead of the default (e.g. auto: the measured "
                     "rule of workers/pymc_runner/choice.py)")
     ap.add_argument("--markdown", type=Path, metavar="REPORT",
@@ -47,15 +50,12 @@ def main() -> None:
     from corpus.loader import list_posteriors
     from service.local import run_batch
     from service.report import print_batch
-    from workers.settings import AuditSettings
-
     names = args.posteriors.split(",") if args.posteriors else list_posteriors()
     commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     started = time.monotonic()
-    settings = AuditSettings()
-    if args.pymc_backend:
-        settings = AuditSettings(pymc=settings.pymc.model_copy(update={"backend": args.pymc_backend}))
+    settings = AuditSettings().with_overrides(
+        {"pymc": {"backend": args.pymc_backend}} if args.pymc_backend else None)
     report = run_batch(names, settings, console=Console(stderr=True),
                        lazyppl=not args.reference_only)
     out = args.out or ROOT / "reports" / ("reference_audits.json" if args.reference_only
