@@ -153,10 +153,22 @@ def _staged(index: int) -> str:
     return str(STAGE_DIR / str(index)) if drops_privileges() else ""
 
 
+#: Written to stderr from inside the sandbox, before the program starts, once bubblewrap
+#: has built the whole view (see :func:`wrap`). bubblewrap's own exit status and message
+#: when it cannot build the view look like a program's failure, and its
+#: ``--json-status-fd`` reports the child's PID right after clone, before any mount, so
+#: neither tells the parent that setup succeeded.
+READY_MARKER = b"\0ppl-audit: sandbox ready\n"
+_READY_SHELL = r"printf '\000ppl-audit: sandbox ready\n' >&2 || exit 125; exec " + '"$0" "$@"'
+
+
 def wrap(argv: list[str], view: View, env: dict[str, str]) -> list[str]:
     """The bubblewrap command line that runs ``argv`` inside ``view`` with exactly ``env``.
 
     Bind sources are the staged copies made by :func:`enter` when the parent is root.
+    Inside, ``/bin/sh`` first writes :data:`READY_MARKER` to stderr, then executes
+    ``argv`` in its place (so the program is still PID 1 of its namespace); the caller
+    strips the marker and, when it is missing, knows the program never ran.
     """
     path = bwrap_path()
     if path is None:
@@ -170,7 +182,7 @@ def wrap(argv: list[str], view: View, env: dict[str, str]) -> list[str]:
         flags += ["--setenv", name, value]
     # bwrap's root is a tmpfs the sandbox user could fill without limit: read-only
     flags += ["--remount-ro", "/", "--chdir", view.cwd]
-    return [str(path), *flags, "--", *argv]
+    return [str(path), *flags, "--", "/bin/sh", "-c", _READY_SHELL, *argv]
 
 
 def prepare_writable(view: View) -> None:

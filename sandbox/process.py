@@ -187,7 +187,8 @@ def run(
         raise SandboxUnavailable(f"the OS sandbox cannot start: {err}") from None
     if control is not None:
         control._started(proc.pid)
-    pump = _Pump(proc, stdin, max_stdout_bytes, stderr_tail_bytes)
+    pump = _Pump(proc, stdin, max_stdout_bytes, stderr_tail_bytes,
+                 isolation.READY_MARKER if sandbox_mode == "bwrap" else None)
     try:
         stop = pump.run(deadline=started + limits.wall_seconds)
     finally:
@@ -202,6 +203,11 @@ def run(
     proc.returncode = returncode  # reaped here; Popen must not wait again
     if sandbox_mode == "bwrap" and 128 < returncode < 128 + 65:
         returncode = -(returncode - 128)  # bwrap reports a signalled child as 128 + signal
+    if not pump.ready and stop == "exit" and returncode != 0 \
+            and not (control is not None and control.killed):
+        detail = bytes(pump.stderr[-300:]).decode("utf-8", "replace").strip()
+        raise SandboxUnavailable(f"the OS sandbox could not be set up (bwrap exit "
+                                 f"{returncode}), so the program did not run: {detail}")
     if stop == "timeout":
         raise ResourceLimit(f"stopped after the wall-clock limit of {limits.wall_seconds:g} s",
                             limit="timeout", seconds=round(wall, 3))
@@ -237,9 +243,13 @@ class _Pump:
     """Moves bytes between the parent and one child until it exits or must be stopped."""
 
     def __init__(self, proc: subprocess.Popen, stdin: bytes, max_stdout: int,
-                 stderr_tail: int) -> None:
+                 stderr_tail: int, ready_marker: bytes | None = None) -> None:
         self.proc, self.max_stdout, self.stderr_tail = proc, max_stdout, stderr_tail
         self.stdout, self.stderr = bytearray(), bytearray()
+        # bwrap mode: None until stderr has shown whether it starts with the marker
+        # (True: stripped, the sandbox was built; False: bubblewrap's own words)
+        self.ready_marker = ready_marker
+        self.ready: bool | None = None if ready_marker else True
         self.pending = memoryview(stdin)
         self.stdin_unread = False
         self.pidfd = os.pidfd_open(proc.pid)
@@ -288,9 +298,19 @@ class _Pump:
                 return "output"
         else:
             self.stderr += chunk
+            if self.ready is None:
+                self._look_for_marker()
             if len(self.stderr) > 2 * self.stderr_tail:
                 del self.stderr[:-self.stderr_tail]
         return None
+
+    def _look_for_marker(self) -> None:
+        marker = self.ready_marker
+        if self.stderr.startswith(marker):
+            self.ready = True
+            del self.stderr[:len(marker)]
+        elif not marker.startswith(bytes(self.stderr[:len(marker)])):
+            self.ready = False
 
     def _feed(self, fd: int, event: int) -> None:
         if event & (select.POLLERR | select.POLLHUP):

@@ -207,3 +207,30 @@ def wait_for(predicate, timeout: float, interval: float = 0.5, what: str = "cond
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
         time.sleep(interval)
+
+
+@pytest.fixture
+def broken_bwrap(monkeypatch):
+    """``PPL_AUDIT_BWRAP`` pointing at a real bubblewrap that passes the start-up probe
+    but cannot build the view of any real run (a bind of a missing path added to every
+    command line with ``--remount-ro``, which only real runs have): bubblewrap then exits
+    1 with its own message, as a program that failed would. In a directory the sandbox
+    user (nobody) can traverse, since the parent drops to it before bubblewrap starts."""
+    import shutil
+    import tempfile
+
+    real = shutil.which("bwrap")
+    if real is None:
+        pytest.skip("bubblewrap is not installed")
+    folder = Path(tempfile.mkdtemp(prefix="ppl-audit-bwrap-", dir="/tmp"))
+    folder.chmod(0o755)
+    wrapper = folder / "bwrap"
+    wrapper.write_text("#!/bin/sh\n"
+                       'case " $* " in *" --remount-ro "*)\n'
+                       f'  exec {real} --ro-bind /no/such/ppl-audit/path /mnt "$@";;\n'
+                       "esac\n"
+                       f'exec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PPL_AUDIT_BWRAP", str(wrapper))
+    yield wrapper
+    shutil.rmtree(folder, ignore_errors=True)

@@ -26,6 +26,7 @@ from workers.errors import (
     ProgramRefused,
     ProgramRuntimeError,
     ResourceLimit,
+    SandboxUnavailable,
 )
 
 pytestmark = [
@@ -426,3 +427,9 @@ def test_two_threads_publishing_the_same_program_both_succeed(monkeypatch, tmp_p
     # error of arma11: "bwrap: Can't bind mount ... No such file or directory")
     assert results[0].path.stat().st_ino == inode_after_first[0]
     shutil.rmtree(results[0].path.parent)  # not a real binary: keep it out of the cache
+
+
+def test_a_sandbox_that_cannot_be_built_is_not_a_crash_of_the_program(build, broken_bwrap):
+    """Was: "the LazyPPL program crashed (exit status 1): bwrap: Can't find source path"."""
+    with pytest.raises(SandboxUnavailable, match="could not be set up"):
+        fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **SMALL)

@@ -213,6 +213,23 @@ def test_no_bubblewrap_means_nothing_runs(tmp_path, monkeypatch):
     assert not marker.exists()
 
 
+def test_a_sandbox_that_cannot_be_built_is_refused_not_reported_as_the_programs_exit(
+        tmp_path, broken_bwrap):
+    """bubblewrap's own failure (exit 1, its message on stderr) looked like the program's:
+    the parent now knows the view was built only from a byte written inside it."""
+    marker = tmp_path / "ran"
+    with pytest.raises(SandboxUnavailable, match="could not be set up.*Can't find source"):
+        _py(f"open({str(marker)!r}, 'w')", tmp_path)
+    assert not marker.exists()
+
+
+def test_a_program_failing_on_its_own_is_still_its_exit_status(tmp_path):
+    done = _py("import sys; sys.stderr.write('boom'); sys.exit(1)", tmp_path)
+    assert (done.returncode, done.stderr) == (1, b"boom")
+    # the sandbox's ready marker is not part of what the program wrote
+    assert _py("print(1)").stderr == b""
+
+
 def test_an_unknown_sandbox_mode_is_refused(monkeypatch):
     monkeypatch.setenv("PPL_AUDIT_SANDBOX", "off")
     with pytest.raises(SandboxUnavailable, match="not a sandbox mode"):
