@@ -80,3 +80,39 @@ def test_model_size_counts_unconstrained_and_observed_scalars_of_a_built_model()
     assert size["free_scalars"] == 1 + 1 + 8 + 6
     assert size["observed_scalars"] == 8 + 12
     assert size["logp_nodes"] > 10
+
+
+def test_collapsed_chains_are_those_that_diverged_every_draw_or_lost_their_step_size():
+    from workers.pymc_runner.choice import collapsed_chains
+
+    # hmm_drive_1 at target_accept 0.99 with NumPyro (corpus run 2026-12-02): 3 of 4 chains
+    stats = {"divergences_per_chain": [1000, 1000, 3, 1000],
+             "step_size": [0.0, 0.0, 0.21, 0.0]}
+    assert collapsed_chains(stats, 1000) == [0, 1, 3]
+    # divergent everywhere with a nonzero step, or a vanished step without divergences
+    assert collapsed_chains({"divergences_per_chain": [200, 0],
+                             "step_size": [0.3, 1e-12]}, 200) == [0, 1]
+    # many divergences are a geometry problem, not a collapse: retries handle them
+    assert collapsed_chains({"divergences_per_chain": [999, 12],
+                             "step_size": [0.01, 0.2]}, 1000) == []
+    assert collapsed_chains({"divergences_per_chain": [0, 0]}, 1000) == []
+
+
+def test_a_stopped_childs_running_attempt_is_named_by_the_childs_own_order():
+    from workers.pymc_runner.session import _next_accept
+
+    job = {"target_accepts": [0.8, 0.95, 0.99], "draws": 100}
+    ok = {"divergences_per_chain": [0, 0], "step_size": [0.2, 0.2]}
+    dead = {"divergences_per_chain": [100, 0], "step_size": [0.0, 0.2]}
+    numpyro = {"backend": "numpyro"}
+    assert _next_accept(job, {}) == 0.8
+    assert _next_accept(job, {0: {"target_accept": 0.8, "stats": ok,
+                                  "backend_choice": numpyro}}) == 0.95
+    # a collapsed automatic NumPyro fit is redone at the same target_accept with nutpie
+    assert _next_accept(job, {0: {"target_accept": 0.8, "stats": dead,
+                                  "backend_choice": numpyro}}) == 0.8
+    # ... but a requested backend is not replaced
+    assert _next_accept(job, {0: {"target_accept": 0.8, "stats": dead,
+                                  "backend_choice": None}}) == 0.95
+    assert _next_accept(job, {2: {"target_accept": 0.99, "stats": ok,
+                                  "backend_choice": None}}) is None

@@ -43,6 +43,7 @@ import time
 import traceback
 from pathlib import Path
 
+from workers.pymc_runner import choice as choices
 from workers.pymc_runner.protocol import (END_FILE, ERROR_FILE, EXIT_OUT_OF_MEMORY,
                                           EXIT_PROGRAM_ERROR, PROGRAM_FILENAME,
                                           SUMMARY_FILE, attempt_file, output_file,
@@ -312,6 +313,29 @@ def _model_for(job: dict, session: Session, timings: dict):
     return session.models[key], True
 
 
+def _fall_back(key: str, session: Session, choice: dict, collapsed: list[int]):
+    """Replace an automatically chosen JAX sampler whose step size collapsed by nutpie,
+    for this request and every later one on the same program and data (``key``).
+    Returns the new (sampler, choice)."""
+    from workers.pymc_runner import backends
+
+    model, _, names, _ = session.models[key]
+    try:
+        run_one = backends.sampler(model, "nutpie")
+    except MemoryError as exc:
+        raise _failure("sample", "out of memory while compiling", exc) from None
+    except Exception as exc:
+        raise _failure("sample", "compiling the model failed", exc) from None
+    session.compiles += 1
+    choice = {**choice, "backend": "nutpie",
+              "mass_matrix": choices.DEFAULT_MASS["nutpie"],
+              "fallback": {"from": choice["backend"], "collapsed_chains": collapsed,
+                           "reason": "step size collapsed: every transition of these "
+                                     "chains diverged, so they never moved"}}
+    session.models[key] = (model, run_one, names, choice)
+    return run_one, choice
+
+
 def run(job: dict, out, session: Session) -> None:
     """Serve one request: build or reuse the model, sample it, write the attempts
     (``out(name)`` is the path of the request's output ``name``)."""
@@ -326,6 +350,7 @@ def run(job: dict, out, session: Session) -> None:
     first = number == 0
     timings = {"import": session.import_seconds if first else 0.0,
                "prewarm": session.prewarm_seconds if first else 0.0}
+    key = _model_key(job)
     (model, run_one, names, choice), compiled_now = _model_for(job, session, timings)
     if choice is not None:  # backend "auto": sample with what was chosen
         job = {**job, "backend": choice["backend"], "mass_matrix": choice["mass_matrix"]}
@@ -336,7 +361,9 @@ def run(job: dict, out, session: Session) -> None:
     min_share = float(job.get("min_retry_share", 0.0))
     skipped = None
     keys = {f"v{i}": name for i, name in enumerate(names)}
-    for attempt, accept in enumerate(accepts):
+    attempt = position = 0  # attempts written; index into accepts
+    while position < len(accepts):
+        accept = accepts[position]
         if attempt and wall and wall - (time.perf_counter() - started) < min_share * wall:
             skipped = {"target_accept": accept, "skipped": "wall-clock budget spent"}
             break
@@ -372,9 +399,18 @@ def run(job: dict, out, session: Session) -> None:
                  lambda f: np.savez(f, **{key: arrays[name] for key, name in keys.items()}))
         _publish(out(attempt_file(attempt, "json")),
                  lambda f: f.write(json.dumps(summary).encode()))
+        attempt += 1
+        timings = {"import": 0.0, "prewarm": 0.0, "build": 0.0}
+        collapsed = choices.collapsed_chains(stats, job["draws"])
+        if collapsed and choice is not None and choice["backend"] in choices.FALLS_BACK:
+            # an automatic choice that broke: the same target_accept again with nutpie
+            run_one, choice = _fall_back(key, session, choice, collapsed)
+            info = dict(info, compiled=True, compiles=session.compiles)
+            job = {**job, "backend": choice["backend"], "mass_matrix": choice["mass_matrix"]}
+            continue
         if stats["divergences"] == 0:
             break
-        timings = {"import": 0.0, "prewarm": 0.0, "build": 0.0}
+        position += 1
     _publish(out(SUMMARY_FILE), lambda f: f.write(json.dumps({"skipped": skipped}).encode()))
 
 

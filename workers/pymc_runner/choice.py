@@ -151,3 +151,22 @@ def _describe(size: dict) -> str:
     free, observed = size.get("free_scalars"), size.get("observed_scalars")
     work = free * observed if free is not None and observed is not None else None
     return f"{free} free x {observed} observed scalars = {work}; large from {LARGE_WORK:,}"
+
+
+#: Backends ``choose`` may pick whose fits are refitted with nutpie when a chain's step
+#: size collapses (measured on hmm_drive_1: NumPyro adapted 3 of 4 chains' step sizes to 0
+#: at target_accept 0.99, where nutpie fits the posterior).
+FALLS_BACK = ("numpyro", "blackjax")
+
+#: A chain whose mean step size is at most this has stopped moving.
+COLLAPSED_STEP = 1e-8
+
+
+def collapsed_chains(stats: dict, draws: int) -> list[int]:
+    """Chains (indices) of one fit whose NUTS step size collapsed: every kept transition
+    diverged, or the adapted step size is (numerically) zero. ``stats`` is
+    ``backends.sampler_stats``; such a chain never leaves its starting point."""
+    divergent = stats.get("divergences_per_chain") or []
+    steps = stats.get("step_size") or [None] * len(divergent)
+    return [chain for chain, (d, h) in enumerate(zip(divergent, steps))
+            if (draws > 0 and d >= draws) or (h is not None and h <= COLLAPSED_STEP)]

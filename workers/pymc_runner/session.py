@@ -307,10 +307,13 @@ class PymcSession:
         if stopped is not None:
             process["stopped"] = stopped.details.get("limit")
         finished = {}
-        for k in range(len(job["target_accepts"])):
+        # one attempt per target_accept, plus one when the child fell back from an
+        # automatically chosen backend (choice.collapsed_chains); written in order
+        for k in range(len(job["target_accepts"]) + 1):
             path = child.out(number, attempt_file(k, "json"))
-            if os.path.lexists(path):
-                finished[k] = json.loads(runner.read_output(path))
+            if not os.path.lexists(path):
+                break
+            finished[k] = json.loads(runner.read_output(path))
         attempts = [{"target_accept": finished[k]["target_accept"], "number": k,
                      "divergences": finished[k]["stats"]["divergences"],
                      "timings": finished[k]["timings"]} for k in sorted(finished)]
@@ -323,8 +326,7 @@ class PymcSession:
         elif not finished:
             raise stopped
         else:
-            attempts.append({"target_accept": job["target_accepts"][len(finished)]
-                             if len(finished) < len(job["target_accepts"]) else None,
+            attempts.append({"target_accept": _next_accept(job, finished),
                              "error": stopped.to_dict()})
         chosen = min(reversed(attempts[:len(finished)]), key=lambda a: a["divergences"])
         summary = finished[chosen["number"]]
@@ -407,3 +409,21 @@ class Standby:
             session, self._session = self._session, None
         if session is not None:
             session.close()
+
+
+def _next_accept(job: dict, finished: dict) -> float | None:
+    """The target_accept of the attempt a stopped child was running after the
+    ``finished`` ones (child.run's order: the next of ``target_accepts``, or the same
+    one again when the last attempt fell back to another backend)."""
+    from workers.pymc_runner import choice as choices
+
+    accepts = [float(a) for a in job["target_accepts"]]
+    if not finished:
+        return accepts[0] if accepts else None
+    last = finished[max(finished)]
+    chosen = last.get("backend_choice") or {}
+    if (chosen.get("backend") in choices.FALLS_BACK
+            and choices.collapsed_chains(last["stats"], job["draws"])):
+        return float(last["target_accept"])
+    position = accepts.index(float(last["target_accept"])) + 1
+    return accepts[position] if position < len(accepts) else None
