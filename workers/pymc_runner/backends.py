@@ -33,6 +33,9 @@ class Sampled:
     # itself, after every jittered start failed).
     initialisation: str = "jitter"
     backend: str | None = None  # the backend that drew, when not the job's
+    # JAX backends: per chain, how many jittered starts were refused (log-density or
+    # gradient not finite) before the one used (_FiniteStarts)
+    start_retries: list[int] | None = None
 
 
 # Messages of the backends when no starting point has a finite log-density and gradient
@@ -93,9 +96,10 @@ def sampler(model, backend: str):
     if backend == "pymc":
         return _with_fallback(("jitter", pymc(True)), ("initial-point", pymc(False)))
     if backend in ("numpyro", "blackjax"):
+        starts = _FiniteStarts(model)
         return _with_fallback(
             ("jitter", lambda accept, job: _jax(model, {**job, "target_accept": accept},
-                                                backend)),
+                                                backend, starts=starts)),
             ("initial-point", lambda accept, job: _jax(model, {**job, "target_accept": accept},
                                                        backend, jitter=False)))
     raise ValueError(f"unknown backend {backend!r}")
@@ -156,17 +160,96 @@ def _pymc(model, job: dict, jitter: bool = True) -> Sampled:
     return Sampled(idata, max(total - sampling, 0.0), sampling, backend="pymc")
 
 
-def _jax(model, job: dict, backend: str, jitter: bool = True) -> Sampled:
+class _FiniteStarts:
+    """Jittered starting points whose log-density *and gradient* are finite, for the JAX
+    backends.
+
+    ``sample_jax_nuts`` jitters the initial point and retries only where the
+    log-density is not finite; a start with a NaN gradient is kept, and NumPyro's chain
+    then diverges on every transition, its step size adapted to 0. Measured on
+    hmm_drive_1 (2026-12-02): 83 of 200 jittered starts had a finite log-density and a
+    NaN gradient (the forward filter's rescaled products underflow), and 3 of 4 chains of
+    a corpus audit never moved. nutpie checks both, so this does what nutpie does.
+
+    Per chain the seeds are PyMC's own (``sample_jax_nuts``'s derivation and retry
+    sequence), so where PyMC's first start is good it is the start used. The points go
+    to ``sample_jax_nuts`` as ``initvals`` (constrained values) with ``jitter=False``.
+    The value-and-gradient function is compiled (JAX) once per model, on first use
+    (measured: 0.1 s eight schools, 2.1 s hmm_drive_1 for four starts).
+    """
+
+    TRIES = 100
+
+    def __init__(self, model) -> None:
+        self.model = model
+        self._check = None
+        self._constrain = None
+        self.retries: list[int] = []
+
+    def _compile(self) -> None:
+        import jax
+        import pytensor
+        from pymc.sampling.jax import get_jaxified_logp
+        from pytensor.compile.mode import Mode
+
+        model = self.model
+        self._check = jax.jit(jax.value_and_grad(get_jaxified_logp(model,
+                                                                   negative_logp=False)))
+        constrained = model.replace_rvs_by_values(list(model.free_RVs))
+        # the Python linker: nothing is compiled to C for this one-off map
+        self._constrain = pytensor.function(
+            model.value_vars, constrained, mode=Mode(linker="py", optimizer="fast_compile"),
+            on_unused_input="ignore")
+
+    def _finite(self, point: dict) -> bool:
+        values = [np.asarray(point[v.name]) for v in self.model.value_vars]
+        value, gradient = self._check(values)
+        return bool(np.isfinite(value)) and all(bool(np.all(np.isfinite(np.asarray(g))))
+                                                for g in gradient)
+
+    def initvals(self, chains: int, seed: int) -> list[dict]:
+        from pymc.initial_point import make_initial_point_fns_per_chain
+        from pymc.util import _get_seeds_per_chain
+
+        if self._check is None:
+            self._compile()
+        model = self.model
+        (seed,) = _get_seeds_per_chain(seed, 1)
+        fns = make_initial_point_fns_per_chain(model=model, overrides=None,
+                                               jitter_rvs=set(model.free_RVs), chains=chains)
+        out, self.retries = [], []
+        for fn, chain_seed in zip(fns, _get_seeds_per_chain(seed, chains)):
+            rng = np.random.default_rng(chain_seed)
+            first = point = fn(chain_seed)
+            for tried in range(self.TRIES):
+                if self._finite(point):
+                    break
+                chain_seed = rng.integers(2**30, dtype=np.int64)
+                point = fn(chain_seed)
+            else:
+                point = first  # none found: PyMC's own start (the sampler reports it)
+            self.retries.append(tried)
+            values = self._constrain(*[point[v.name] for v in model.value_vars])
+            out.append({rv.name: np.asarray(v) for rv, v in zip(model.free_RVs, values)})
+        return out
+
+
+def _jax(model, job: dict, backend: str, jitter: bool = True,
+         starts: _FiniteStarts | None = None) -> Sampled:
     from pymc.sampling.jax import sample_jax_nuts
 
     nuts_kwargs = {"dense_mass": True} if job["mass_matrix"] in ("dense", "low_rank") else {}
     started = time.perf_counter()
+    initvals = None
+    if jitter and starts is not None and model.free_RVs:
+        initvals, jitter = starts.initvals(job["chains"], job["seed"]), False
     idata = sample_jax_nuts(
         draws=job["draws"],
         tune=job["tune"],
         chains=job["chains"],
         target_accept=job["target_accept"],
         random_seed=job["seed"],
+        initvals=initvals,
         model=model,
         nuts_sampler=backend,
         nuts_kwargs=nuts_kwargs or None,
@@ -179,7 +262,8 @@ def _jax(model, job: dict, backend: str, jitter: bool = True) -> Sampled:
     )
     total = time.perf_counter() - started
     sampling = float(idata.posterior.attrs.get("sampling_time", total))
-    return Sampled(idata, max(total - sampling, 0.0), sampling)
+    return Sampled(idata, max(total - sampling, 0.0), sampling,
+                   start_retries=list(starts.retries) if initvals is not None else None)
 
 
 def reportable_names(model) -> list[str]:

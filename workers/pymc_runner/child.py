@@ -378,6 +378,8 @@ def run(job: dict, out, session: Session) -> None:
         arrays = backends.posterior_arrays(sampled.idata, names)
         stats = backends.sampler_stats(sampled.idata)
         stats["session"] = dict(info, attempt_compiled=sampled.compile_seconds > 0)
+        if sampled.start_retries is not None:
+            stats["start_retries"] = sampled.start_retries
         timings["total"] = time.perf_counter() - started + timings["import"] + timings["prewarm"]
         timings["cpu"] = _cpu_seconds() - cpu_started
         summary = {
