@@ -263,22 +263,54 @@ def _model_key(job: dict) -> str:
                        job["data"]], sort_keys=True, separators=(",", ":"))
 
 
-def _prewarm() -> float:
-    """Compile a tiny model of ours with nutpie: numba's start-up (LLVM, type inference
-    machinery) is then paid before the audit's program arrives."""
-    import importlib.util
-
-    if importlib.util.find_spec("nutpie") is None:
-        return 0.0
+def _prewarm_numba() -> None:
+    """numba's start-up (LLVM, type inference machinery), for nutpie."""
     import nutpie
     import numpy as np
     import pymc as pm
 
-    begun = time.perf_counter()
     with pm.Model() as tiny:
         x = pm.Normal("x", 0.0, 1.0)
         pm.Normal("y", x, 1.0, observed=np.zeros(2))
     nutpie.compile_pymc_model(tiny, backend="numba")
+
+
+def _prewarm_jax() -> None:
+    """JAX's and NumPyro's imports and XLA's first compile, for the JAX backends, with
+    one XLA host device per chain of the default settings (``PPL_AUDIT_XLA_DEVICES``;
+    a request for more chains than devices draws them in turn)."""
+    import numpy as np
+    import pymc as pm
+
+    chains = int(os.environ.get("PPL_AUDIT_XLA_DEVICES", "4"))
+    _configure_backend({"backend": "numpyro", "chains": chains})
+    from pymc.sampling.jax import sample_jax_nuts
+
+    with pm.Model() as tiny:
+        x = pm.Normal("x", 0.0, 1.0)
+        pm.Normal("y", x, 1.0, observed=np.zeros(2))
+    sample_jax_nuts(draws=10, tune=10, chains=chains, model=tiny, nuts_sampler="numpyro",
+                    chain_method="parallel", progressbar=False,
+                    compute_convergence_checks=False, idata_kwargs={"log_likelihood": False})
+
+
+#: What ``PPL_AUDIT_PREWARM`` may name (runner.child_environment sets it from the
+#: default backend), and the package each needs.
+_PREWARMS = {"jax": (_prewarm_jax, "numpyro"), "numba": (_prewarm_numba, "nutpie")}
+
+
+def _prewarm(waiting) -> float:
+    """Warm what the default backend compiles with (tiny models of ours), in the order
+    of ``PPL_AUDIT_PREWARM``, while ``waiting()`` says no request has arrived: those
+    one-off start-up costs are then paid before the audit's program arrives."""
+    import importlib.util
+
+    begun = time.perf_counter()
+    for name in os.environ.get("PPL_AUDIT_PREWARM", "numba").split(","):
+        warm, package = _PREWARMS.get(name.strip(), (None, None))
+        if warm is None or importlib.util.find_spec(package) is None or waiting():
+            continue
+        warm()
     return time.perf_counter() - begun
 
 
@@ -426,8 +458,7 @@ def serve(inbox: Path, workdir: Path) -> int:
     from workers.pymc_runner import backends  # noqa: F401
 
     session.import_seconds = time.perf_counter() - begun
-    if not (inbox / request_file(0)).exists():
-        session.prewarm_seconds = _prewarm()
+    session.prewarm_seconds = _prewarm(lambda: (inbox / request_file(0)).exists())
     number = 0
     while True:
         request = inbox / request_file(number)

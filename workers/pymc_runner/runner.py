@@ -27,6 +27,7 @@ from workers.errors import (CompileError, InvalidRequest, ProgramRefused,
 from workers.fit import Fit, flatten_array
 from workers.pymc_runner.backends import BACKENDS, MASS_MATRICES
 from workers.pymc_runner.protocol import ERROR_FILE, EXIT_OUT_OF_MEMORY, EXIT_PROGRAM_ERROR
+from workers.settings import PyMCSettings
 
 LANGUAGE = "pymc"
 # Chosen by benchmarks/nuts_backends.py (figures in docs/ and the commit message):
@@ -97,10 +98,21 @@ def child_environment(workdir: Path) -> dict[str, str]:
         "OPENBLAS_NUM_THREADS": "1",
         "MKL_NUM_THREADS": "1",
     }
+    # what the standby child warms up before a request arrives: the default backend's
+    # compilers (child._prewarm)
+    defaults = PyMCSettings()
+    env["PPL_AUDIT_PREWARM"] = ",".join(PREWARM[defaults.backend])
+    env["PPL_AUDIT_XLA_DEVICES"] = str(defaults.chains)
     for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
         if name in os.environ:
             env[name] = os.environ[name]
     return env
+
+
+#: Compilers to warm per default backend: "auto" picks NumPyro (JAX) for small models,
+#: the common case, and nutpie (numba) for large ones.
+PREWARM = {"auto": ("jax", "numba"), "nutpie": ("numba",), "numpyro": ("jax",),
+           "blackjax": ("jax",), "pymc": ()}
 
 
 def copy_shared_cache(workdir: Path) -> None:
