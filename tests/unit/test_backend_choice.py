@@ -116,3 +116,14 @@ def test_a_stopped_childs_running_attempt_is_named_by_the_childs_own_order():
                                   "backend_choice": None}}) == 0.95
     assert _next_accept(job, {2: {"target_accept": 0.99, "stats": ok,
                                   "backend_choice": None}}) is None
+
+
+def test_every_backend_setting_says_what_its_standby_warms():
+    from typing import get_args
+
+    from workers.pymc_runner.runner import PREWARM
+    from workers.settings import PyMCSettings
+
+    backends = set(get_args(PyMCSettings.model_fields["backend"].annotation))
+    assert set(PREWARM) == backends
+    assert PREWARM["auto"][0] == "jax"  # small models, the common case, go to NumPyro
