@@ -22,6 +22,7 @@ import Control.Concurrent.MVar (newEmptyMVar, putMVar, takeMVar)
 import Control.DeepSeq (NFData (..), force)
 import Control.Exception (Exception, SomeException, evaluate, throw, throwIO, try)
 import qualified Data.IntMap.Strict as IM
+import Data.Maybe (isJust, isNothing)
 import qualified Data.Vector.Unboxed as U
 import Data.Word (Word64)
 import GHC.Clock (getMonotonicTime)
@@ -32,6 +33,7 @@ import LazyPPL.Internal.Estimate (reestimate)
 import LazyPPL.Internal.Kernels
 import LazyPPL.Internal.Laplace
 import LazyPPL.Internal.Linear (Matrix (..))
+import LazyPPL.Internal.MultiStart
 import LazyPPL.Internal.Random
 import LazyPPL.Internal.Slice (sliceStep)
 import LazyPPL.Internal.Transport
@@ -144,22 +146,38 @@ runChain s m c =
           (lapSeed, g2) = nextWord64 g1
           d0 = IM.size (csSites st0)
           useLaplace = warmup >= 150 && d0 >= 1 && d0 <= maxLaplaceSites
-          (approx, lapEvals, lapBad)
-            | useLaplace = laplace eval lapSeed (csSites st0) (2 * warmup + 8 * d0 * d0 + 120 * d0)
+          lapBudget = 2 * warmup + 8 * d0 * d0 + 120 * d0
+          (approx0, lapEvals, lapBad)
+            | useLaplace = laplace eval lapSeed (csSites st0) lapBudget
             | otherwise = (Nothing, 0, 0)
-          modeEval = fmap (\ap -> eval lapSeed (approximationSites ap)) approx
+          modeEval0 = fmap (\ap -> eval lapSeed (approximationSites ap)) approx0
+          -- extra searches from fresh prior draws (warm-up only; see
+          -- "LazyPPL.Internal.MultiStart"), when the own search found a mode
+          multi = case (approx0, modeEval0) of
+            (Just ap, Just ev) | validLogWeight (evLogWeight ev) ->
+              Just (multiStart eval lapSeed lapBudget (total `div` multiStartShare) lapEvals ap (evLogWeight ev))
+            _ -> Nothing
+          moved = do
+            ap <- multi >>= msMove
+            let ev = eval lapSeed (approximationSites ap)
+            if validLogWeight (evLogWeight ev) then Just (ap, ev) else Nothing
+          (approx, modeEval) = case moved of
+            Just (ap, ev) -> (Just ap, Just ev)
+            Nothing -> (approx0, modeEval0)
           st1 = case modeEval of
             Just ev | validLogWeight (evLogWeight ev) -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)
             _ -> st0
-          modeCount = maybe 0 (const 1) modeEval
-          modeBad = case modeEval of
+          modeCount = maybe 0 (const 1) modeEval0 + maybe 0 (const 1) (multi >>= msMove)
+          modeBad = case modeEval0 of
             Just ev | not (validLogWeight (evLogWeight ev)) -> 1
             _ -> 0
+          movedBad = if isJust (multi >>= msMove) && isNothing moved then 1 else 0
           start' = start
             { stState = st1
-            , stEvaluations = stEvaluations start + lapEvals + modeCount
-            , stInvalid = stInvalid start + lapBad + modeBad
-            , stTuning = [("laplace", maybe 0 (const 1) approx), ("laplace_evaluations", fromIntegral lapEvals)]
+            , stEvaluations = stEvaluations start + lapEvals + modeCount + maybe 0 msEvaluations multi
+            , stInvalid = stInvalid start + lapBad + modeBad + movedBad + maybe 0 msInvalid multi
+            , stTuning = [("laplace", maybe 0 (const 1) approx0), ("laplace_evaluations", fromIntegral lapEvals)]
+                           ++ maybe [] msTuning multi
             }
           t0 = initialTuning (csSites st1) approx
           t0' = (maybe t0 (\sh -> setSliceShare sh t0 {tuSliceOverride = Just sh}) sliceOverride)
@@ -323,6 +341,11 @@ maxHyperSites = 2
 -- costs about 2d² evaluations).
 maxLaplaceSites :: Int
 maxLaplaceSites = 128
+
+-- | The extra Laplace searches of "LazyPPL.Internal.MultiStart" may spend
+-- about one evaluation per this many iterations of the chain.
+multiStartShare :: Int
+multiStartShare = 10
 
 -- | The sites of an approximation's mean.
 approximationSites :: Approximation -> Sites

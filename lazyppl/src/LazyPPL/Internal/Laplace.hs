@@ -20,6 +20,8 @@
 module LazyPPL.Internal.Laplace
   ( Approximation (..)
   , laplace
+  , Descent (..)
+  , laplaceFrom
   ) where
 
 import Control.Monad.Trans.State.Strict (State, get, put, runState)
@@ -47,6 +49,33 @@ type Search = State Budget
 -- of them had invalid weights.  @maxEvals@ bounds the optimisation.
 laplace :: (Word64 -> Sites -> Evaluation a) -> Word64 -> Sites -> Int -> (Maybe Approximation, Int, Int)
 laplace eval seed start maxEvals =
+  let (result, used, bad) = laplaceFrom eval seed start maxEvals Nothing (\_ _ _ -> False)
+      found = case result of
+        Converged ap -> Just ap
+        _ -> Nothing
+  in (found, used, bad)
+
+-- | How a search from a given start ended.
+data Descent
+  = -- | at a mode, with its approximation
+    Converged !Approximation
+  | -- | an iterate entered the given region (e.g. a known mode's), so the
+    -- search stopped there: no Hessian was taken
+    Joined
+  | -- | no progress, non-finite values or a curvature that is not positive
+    -- definite
+    Failed
+
+-- | 'laplace' with an initial BFGS inverse Hessian (e.g. another mode's
+-- covariance: on a near-Gaussian posterior the first step from anywhere
+-- then lands next to the mode; 'Nothing' = identity with a unit first step)
+-- and a region, a predicate on a point, its objective value
+-- f(z) = −log W(z) + |z|²/2 and the gradient of f there: the search stops
+-- with 'Joined' as soon as an iterate (the start included) is inside it.
+laplaceFrom
+  :: (Word64 -> Sites -> Evaluation a) -> Word64 -> Sites -> Int -> Maybe Matrix
+  -> (U.Vector Double -> Double -> U.Vector Double -> Bool) -> (Descent, Int, Int)
+laplaceFrom eval seed start maxEvals precondition inside =
   let (result, Budget used bad) = runState search (Budget 0 0)
   in (result, used, bad)
   where
@@ -84,18 +113,28 @@ laplace eval seed start maxEvals =
           fm <- objective (bump i (-h) x)
           return ((fp - fm) / (2 * h))
 
+    (hinv0, unitFirstStep) = case precondition of
+      Just m | matDim m == d -> (m, False)
+      _ -> (identity d, True)
+
     search
-      | d == 0 = return Nothing
+      | d == 0 = return Failed
       | otherwise = do
           f0 <- objective x0
-          g0 <- gradient (U.replicate d 1) x0
-          (x1, f1, g1, hinv) <- bfgs (0 :: Int) x0 f0 g0 (identity d) True
-          if isInfinite f1 || isNaN f1
-            then return Nothing
-            else do
+          g0 <- gradient (diagonal hinv0) x0
+          if inside x0 f0 g0 then return Joined else descend f0 g0
+
+    descend f0 g0 = do
+          descent <- bfgs (0 :: Int) x0 f0 g0 hinv0 unitFirstStep
+          case descent of
+            Nothing -> return Joined
+            Just (x1, f1, g1, hinv) | not (isInfinite f1 || isNaN f1) -> curvature x1 f1 g1 hinv
+            _ -> return Failed
+
+    curvature x1 f1 g1 hinv = do
               mh <- hessianAt x1 f1 (U.generate d (\i -> entry hinv i i))
               case mh of
-                Nothing -> return Nothing
+                Nothing -> return Failed
                 Just hc -> do
                   (x2, f2, cov, hessDecrement, hs) <- newton hc x1 f1 g1 (0 :: Int) (1 / 0) 0 (1 :: Int)
                   -- the covariance is the curvature at the mode: re-take the
@@ -104,7 +143,7 @@ laplace eval seed start maxEvals =
                     if hessDecrement > 1e-2 && hs <= hessianCap
                       then maybe cov snd <$> hessianAt x2 f2 (diagonal cov)
                       else return cov
-                  return (Just (Approximation addrs x2 final))
+                  return (if inside x2 f2 (U.replicate d 0) then Joined else Converged (Approximation addrs x2 final))
 
     -- Newton steps with a line search until the Newton decrement gᵀH⁻¹g is
     -- negligible.  The Hessian is re-taken (at most 'hessianCap' times in
@@ -135,32 +174,35 @@ laplace eval seed start maxEvals =
               g' <- gradient (diagonal cov) x'
               newton (h, cov) x' f' g' (k + 1) decrement hd hs
 
-    -- BFGS on the inverse Hessian; the first step is scaled to unit length.
+    -- BFGS on the inverse Hessian; the first step is scaled to unit length
+    -- (when starting from the identity).  'Nothing' when an iterate is
+    -- inside the stopping region.
     bfgs !k x f g hinv firstStep = do
       done <- exhausted
       let gnorm = sqrt (U.sum (U.map (^ (2 :: Int)) g))
       if done || k >= 500 || gnorm < 1e-6 || U.any (\v -> isNaN v || isInfinite v) g
-        then return (x, f, g, hinv)
+        then return (Just (x, f, g, hinv))
         else do
           let dir0 = U.map negate (matVec hinv g)
               dir = if firstStep then U.map (/ gnorm) dir0 else dir0
               slope = U.sum (U.zipWith (*) g dir)
           found <- lineSearch x f dir slope 1 (0 :: Int)
           case found of
-            Nothing -> return (x, f, g, hinv)
+            Nothing -> return (Just (x, f, g, hinv))
             Just (x', f') -> do
               g' <- gradient (U.generate d (\i -> entry hinv i i)) x'
-              let s = U.zipWith (-) x' x
-                  y = U.zipWith (-) g' g
-                  sy = U.sum (U.zipWith (*) s y)
-                  hinv'
-                    | sy <= 1e-12 = hinv
-                    | firstStep = update (scaled (sy / U.sum (U.map (^ (2 :: Int)) y))) s y sy
-                    | otherwise = update hinv s y sy
-                  converged = abs (f - f') <= 1e-12 * (1 + abs f)
-              if converged
-                then return (x', f', g', hinv')
-                else bfgs (k + 1) x' f' g' hinv' False
+              if inside x' f' g' then return Nothing else do
+                let s = U.zipWith (-) x' x
+                    y = U.zipWith (-) g' g
+                    sy = U.sum (U.zipWith (*) s y)
+                    hinv'
+                      | sy <= 1e-12 = hinv
+                      | firstStep = update (scaled (sy / U.sum (U.map (^ (2 :: Int)) y))) s y sy
+                      | otherwise = update hinv s y sy
+                    converged = abs (f - f') <= 1e-12 * (1 + abs f)
+                if converged
+                  then return (Just (x', f', g', hinv'))
+                  else bfgs (k + 1) x' f' g' hinv' False
 
     lineSearch x f dir slope t tries
       | tries >= 60 || slope >= 0 = return Nothing
