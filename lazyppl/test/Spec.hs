@@ -7,6 +7,7 @@ import qualified BridgeSpec
 import qualified CoreSpec
 import qualified DistributionSpec
 import qualified HarnessSpec
+import qualified MultiStartSpec
 import qualified SamplerSpec
 
 main :: IO ()
@@ -15,4 +16,5 @@ main = hspec $ do
   describe "Core" CoreSpec.spec
   describe "Bridge" BridgeSpec.spec
   describe "Sampler" SamplerSpec.spec
+  describe "Multi-start warm-up" MultiStartSpec.spec
   describe "Harness" HarnessSpec.spec
