@@ -152,10 +152,14 @@ runChain s m c =
             | otherwise = (Nothing, 0, 0)
           modeEval0 = fmap (\ap -> eval lapSeed (approximationSites ap)) approx0
           -- extra searches from fresh prior draws (warm-up only; see
-          -- "LazyPPL.Internal.MultiStart"), when the own search found a mode
+          -- "LazyPPL.Internal.MultiStart")
+          -- when the own search found a mode, or to rescue a start whose
+          -- own search failed
+          multiFrom = multiStart eval lapSeed lapBudget (total `div` multiStartShare) lapEvals
+                        (U.fromList (IM.keys (csSites st0)))
           multi = case (approx0, modeEval0) of
-            (Just ap, Just ev) | validLogWeight (evLogWeight ev) ->
-              Just (multiStart eval lapSeed lapBudget (total `div` multiStartShare) lapEvals ap (evLogWeight ev))
+            (Just ap, Just ev) | validLogWeight (evLogWeight ev) -> Just (multiFrom (Just (ap, evLogWeight ev)))
+            (Nothing, _) | useLaplace -> Just (multiFrom Nothing)
             _ -> Nothing
           moved = do
             ap <- multi >>= msMove

@@ -97,12 +97,30 @@ logMass logWeight ap = do
 -- about what the own search did (@ownEvals@), so only as many start as that
 -- budget pays for (none where one Laplace search is dear compared with the
 -- chain, e.g. a 26-site ridge), and no new one starts once it is spent.
+--
+-- Rescue: when the own search failed (no approximation, e.g. it ended on a
+-- constraint's edge) the same searches run from the own start's sites with
+-- no own mode to join or beat, and warm-up starts from the best mode found
+-- (among modes of comparable mass the best is decided by estimation noise,
+-- so chains still spread over them).
 multiStart
-  :: (Word64 -> Sites -> Evaluation a) -> Word64 -> Int -> Int -> Int -> Approximation -> Double
-  -> MultiStart
-multiStart eval seed perStart budget ownEvals own ownLogWeight =
-  case (logMass ownLogWeight own, cholesky (apCov own)) of
-    (Just ownMass, Just ownFactor) ->
+  :: (Word64 -> Sites -> Evaluation a) -> Word64 -> Int -> Int -> Int -> U.Vector Int
+  -> Maybe (Approximation, Double) -> MultiStart
+multiStart eval seed perStart budget ownEvals addrs ownMode = case ownMode of
+  Nothing ->
+    let planned = min extraStarts (budget `div` max 1 ownEvals)
+        runs = sequential (\_ _ _ -> False) planned 1 0
+        (found, evals, bad, _) = summary runs
+        move = fmap snd (bestOf found)
+    in MultiStart move evals bad
+         [ ("multistart_starts", fromIntegral (length runs))
+         , ("multistart_planned", fromIntegral planned)
+         , ("multistart_rescue", 1)
+         , ("multistart_modes", fromIntegral (length found))
+         , ("multistart_evaluations", fromIntegral evals)
+         , ("multistart_moved", maybe 0 (const 1) move) ]
+  Just (own, ownLogWeight) -> case (logMass ownLogWeight own, cholesky (apCov own)) of
+    (Just ownMass, Just ownFactor) | apSites own == addrs ->
       let ownObjective = 0.5 * U.sum (U.map (\v -> v * v) (apMean own)) - ownLogWeight
           -- in the own Gaussian's typical set: near the own mode in its
           -- metric, no higher in the objective than that Gaussian is at
@@ -122,13 +140,8 @@ multiStart eval seed perStart budget ownEvals own ownLogWeight =
                  && U.sum (U.map (\v -> v * v) gr) < r2
           planned = min extraStarts (budget `div` max 1 ownEvals)
           runs = sequential inside planned 1 0
-          found = [(m, ap) | (Just (m, ap), _, _, _) <- runs]
-          joined = length [() | (_, _, _, True) <- runs]
-          evals = sum [n | (_, n, _, _) <- runs]
-          bad = sum [b | (_, _, b, _) <- runs]
-          best = foldr (\c@(m, _) acc -> case acc of
-                          Just (m', _) | m' >= m -> acc
-                          _ -> Just c) Nothing found
+          (found, evals, bad, joined) = summary runs
+          best = bestOf found
           gain = fmap (\(m, _) -> m - ownMass) best
           move = case best of
             Just (m, ap) | m - ownMass > moveThreshold -> Just ap
@@ -143,8 +156,15 @@ multiStart eval seed perStart budget ownEvals own ownLogWeight =
            ] ++ [("multistart_gain", g) | Just g <- [gain]]
     _ -> MultiStart Nothing 0 0 [("multistart_starts", 0), ("multistart_planned", 0)]
   where
-    addrs = apSites own
     d = U.length addrs
+    summary runs =
+      ( [(m, ap) | (Just (m, ap), _, _, _) <- runs]
+      , sum [n | (_, n, _, _) <- runs]
+      , sum [b | (_, _, b, _) <- runs]
+      , length [() | (_, _, _, True) <- runs] )
+    bestOf = foldr (\c@(m, _) acc -> case acc of
+                      Just (m', _) | m' >= m -> acc
+                      _ -> Just c) Nothing
     -- generator of the extra starts: derived from the own search's seed
     gen0 = mkGen (combine seed 0x6d756c7469737461)
     toSites x = IM.fromList (zip (U.toList addrs) (U.toList x))
