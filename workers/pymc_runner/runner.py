@@ -88,6 +88,14 @@ def child_environment(workdir: Path) -> dict[str, str]:
         "NUMBA_CACHE_DIR": str(workdir / "numba"),
         "MPLCONFIGDIR": str(workdir / "matplotlib"),
         "JAX_PLATFORMS": "cpu",
+        # JAX's persistent compile cache, private to this child (per audit, deleted with
+        # it): NumPyro re-traces the model on every sampling (another look, seed or
+        # retry), and the cache keys on the compiled program, so a repeat skips XLA's
+        # compile. Measured on eight schools, 4 x 1,000: 3.5 s -> 0.7-1.1 s per repeat,
+        # identical draws.
+        "JAX_COMPILATION_CACHE_DIR": str(workdir / "jax"),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
         # glibc gives every thread its own 64 MB malloc arena reservation; two arenas
         # keep the address space close to real use, so RLIMIT_AS (the memory limit)
         # stays usable for nutpie (2.3 -> 1.9 GB peak on eight schools) and JAX
