@@ -66,10 +66,10 @@ data Descent
     -- definite
     Failed
 
--- | 'laplace' with an initial BFGS inverse Hessian (e.g. another mode's
--- covariance: on a near-Gaussian posterior the first step from anywhere
--- then lands next to the mode; 'Nothing' = identity with a unit first step)
--- and a region, a predicate on a point, its objective value
+-- | 'laplace' with a probe metric (e.g. a known mode's covariance: on a
+-- near-Gaussian posterior one Newton-like step in it from anywhere lands
+-- next to that mode, so a search that would end there is recognised after
+-- a couple of gradients) and a region, a predicate on a point, its objective value
 -- f(z) = −log W(z) + |z|²/2 and the gradient of f there: the search stops
 -- with 'Joined' as soon as an iterate (the start included) is inside it.
 laplaceFrom
@@ -113,19 +113,32 @@ laplaceFrom eval seed start maxEvals precondition inside =
           fm <- objective (bump i (-h) x)
           return ((fp - fm) / (2 * h))
 
-    (hinv0, unitFirstStep) = case precondition of
-      Just m | matDim m == d -> (m, False)
-      _ -> (identity d, True)
-
     search
       | d == 0 = return Failed
       | otherwise = do
           f0 <- objective x0
-          g0 <- gradient (diagonal hinv0) x0
-          if inside x0 f0 g0 then return Joined else descend f0 g0
+          g0 <- gradient (U.replicate d 1) x0
+          if inside x0 f0 g0 then return Joined else do
+            joinedByProbe <- probe f0 g0
+            if joinedByProbe then return Joined else descend f0 g0
+
+    -- one Newton-like step in the given metric, kept only if it lands in
+    -- the region (cheap on near-Gaussian posteriors); otherwise the search
+    -- proper starts from x0 as if there had been no probe, so the probe
+    -- does not pull searches towards the region's mode
+    probe f0 g0 = case precondition of
+      Just m | matDim m == d -> do
+        let p = U.map negate (matVec m g0)
+        found <- lineSearch x0 f0 p (U.sum (U.zipWith (*) g0 p)) 1 (50 :: Int)
+        case found of
+          Just (x', f') -> do
+            g' <- gradient (diagonal m) x'
+            return (inside x' f' g')
+          Nothing -> return False
+      _ -> return False
 
     descend f0 g0 = do
-          descent <- bfgs (0 :: Int) x0 f0 g0 hinv0 unitFirstStep
+          descent <- bfgs (0 :: Int) x0 f0 g0 (identity d) True
           case descent of
             Nothing -> return Joined
             Just (x1, f1, g1, hinv) | not (isInfinite f1 || isNaN f1) -> curvature x1 f1 g1 hinv

@@ -7,9 +7,11 @@
 -- After the chain's own Laplace approximation, a few extra searches start
 -- from fresh prior draws of the same sites (drawn from a generator derived
 -- from the chain's own Laplace seed, so chains stay distinct and the chain's
--- main generator is untouched).  Each search is preconditioned by the own
--- mode's covariance, so on a near-Gaussian posterior its first step lands
--- next to the own mode, and it stops as soon as an iterate enters the own
+-- main generator is untouched).  Each search first probes one Newton-like
+-- step in the own mode's covariance (on a near-Gaussian posterior it lands
+-- next to the own mode), then descends as the own search did (BFGS from
+-- the identity: a search preconditioned by a broad minor mode's covariance
+-- was seen to be drawn back to it), and it stops as soon as a point enters the own
 -- mode's region (Mahalanobis distance under the own Laplace covariance
 -- below 'joinRadius2', objective within half of that above the own mode's):
 -- on unimodal posteriors the extra searches cost a
@@ -68,6 +70,10 @@ moveThreshold = 10
 joinSlack :: Double
 joinSlack = 1
 
+-- | The searches stop once this many joined the own mode.
+joinsToStop :: Int
+joinsToStop = 2
+
 -- | Prior draws tried per extra start to find one of finite weight.
 startTries :: Int
 startTries = 20
@@ -96,7 +102,8 @@ logMass logWeight ap = do
 -- chain passes a tenth of its iterations).  A search is expected to cost
 -- about what the own search did (@ownEvals@), so only as many start as that
 -- budget pays for (none where one Laplace search is dear compared with the
--- chain, e.g. a 26-site ridge), and no new one starts once it is spent.
+-- chain, e.g. a 26-site ridge), no new one starts once it is spent, and
+-- none after two searches joined the own mode.
 --
 -- Rescue: when the own search failed (no approximation, e.g. it ended on a
 -- constraint's edge) the same searches run from the own start's sites with
@@ -109,7 +116,7 @@ multiStart
 multiStart eval seed perStart budget ownEvals addrs ownMode = case ownMode of
   Nothing ->
     let planned = min extraStarts (budget `div` max 1 ownEvals)
-        runs = sequential (\_ _ _ -> False) planned 1 0
+        runs = sequential Nothing (\_ _ _ -> False) planned
         (found, evals, bad, _) = summary runs
         move = fmap snd (bestOf found)
     in MultiStart move evals bad
@@ -139,7 +146,7 @@ multiStart eval seed perStart budget ownEvals addrs ownMode = case ownMode of
             in U.sum (U.map (\v -> v * v) r) < r2 && rise < 0.5 * r2 && rise > negate joinSlack
                  && U.sum (U.map (\v -> v * v) gr) < r2
           planned = min extraStarts (budget `div` max 1 ownEvals)
-          runs = sequential inside planned 1 0
+          runs = sequential (Just (apCov own)) inside planned
           (found, evals, bad, joined) = summary runs
           best = bestOf found
           gain = fmap (\(m, _) -> m - ownMass) best
@@ -169,20 +176,24 @@ multiStart eval seed perStart budget ownEvals addrs ownMode = case ownMode of
     gen0 = mkGen (combine seed 0x6d756c7469737461)
     toSites x = IM.fromList (zip (U.toList addrs) (U.toList x))
     -- the planned searches in order while the budget lasts
-    sequential inside planned k spent
-      | k > planned || spent >= budget = []
-      | otherwise =
-          let r@(_, n, _, _) = search inside k
-          in r : sequential inside planned (k + 1) (spent + n)
+    -- (stopping early once 'joinsToStop' of them joined the own mode:
+    -- evidence enough that prior draws lead there)
+    sequential probeMetric inside planned = go 1 0 (0 :: Int)
+      where
+        go k spent joins
+          | k > planned || spent >= budget || joins >= joinsToStop = []
+          | otherwise =
+              let r@(_, n, _, j) = search probeMetric inside k
+              in r : go (k + 1) (spent + n) (if j then joins + 1 else joins)
     -- one extra search: a prior draw of finite weight, then the descent;
     -- (mode's log mass and approximation), evaluations,
     -- invalid ones, whether it joined the own mode
-    search inside k =
+    search probeMetric inside k =
       let g = mkGen (combine (fst (nextWord64 gen0)) (fromIntegral k))
       in case firstValid g startTries 0 of
            (Nothing, tries) -> (Nothing, tries, tries, False)
            (Just x0, tries) ->
-             let (descent, n, b) = laplaceFrom eval seed (toSites x0) perStart Nothing inside
+             let (descent, n, b) = laplaceFrom eval seed (toSites x0) perStart probeMetric inside
              in case descent of
                   Converged ap ->
                     let lw = evLogWeight (eval seed (toSites (apMean ap)))
