@@ -28,6 +28,13 @@ Models: ``corpus/translations/<posterior>/Model.hs`` when it exists, else the fi
 ``benchmarks/lazyppl_models/`` (kidiq there uses wide normal(0, 100) priors on beta
 where Stan has flat ones; see the file).
 
+``--chains POSTERIOR`` (issue 14, minor modes) instead fits a corpus posterior with the audit's
+default LazyPPL settings and the audit's own seeds (``workers.settings.derive_seed``) on both
+scopes (visible, full) and prints every chain's posterior means, ArviZ R-hat and bulk ESS per
+compared scalar and each chain's ``multistart_*`` tuning entries (extra Laplace starts tried,
+nats gained, whether the start moved), e.g.
+``--chains bball_drive_event_0-hmm_drive_0``; ``--seed`` overrides the derived seeds.
+
 ``--versus-nuts`` (issue 14) instead runs, on the posteriors of :data:`VERSUS`, the
 default kernel with the audit's default settings (4 chains, warm-up 4000, 1000 draws
 thinned by 10) and PyMC NUTS with the audit's defaults (nutpie, 4 x 1000 after 1000
@@ -249,6 +256,42 @@ def versus_nuts(names: list[str], seed: int) -> dict:
     return out
 
 
+def per_chain(posterior: str, seed: int | None) -> dict:
+    """Per-chain means, R-hat and ESS of the default kernel on both scopes of a posterior."""
+    from corpus.loader import derive_visible, read_meta
+    from workers.settings import AuditSettings, derive_seed
+
+    s = AuditSettings()
+    q = s.lazyppl
+    source = (TRANSLATIONS_DIR / posterior / "Model.hs").read_text()
+    bases = read_meta(posterior)["parameters"]
+    full = load_data(posterior)
+    out = {}
+    for scope, data in (("visible", derive_visible(full, read_meta(posterior))), ("full", full)):
+        run_seed = derive_seed(s.seed, scope, "lazyppl") if seed is None else seed
+        fit = fit_lazyppl(source, data, chains=q.chains, warmup=q.warmup, draws=q.draws,
+                          thin=q.thin, kernel=q.kernel, seed=run_seed, limits=LIMITS)
+        names = compared(fit, bases)
+        rows = {n: {"chain_means": [float(m) for m in fit.draws[n].mean(axis=1)],
+                    "rhat": float(az.rhat(fit.draws[n])),
+                    "ess_bulk": float(az.ess(fit.draws[n], method="bulk"))} for n in names}
+        tuning = [{k: v for k, v in c["tuning"].items() if k.startswith(("laplace", "multistart"))}
+                  for c in fit.stats["chains"]]
+        print(f"\n## {posterior}, {scope} scope, seed {run_seed}: CPU {fit.stats['cpu_seconds']:.1f} s, "
+              f"load average {os.getloadavg()[0]:.1f}")
+        print("| scalar | " + " | ".join(f"chain {c}" for c in range(fit.n_chains))
+              + " | R-hat | bulk ESS |")
+        print("|---|" + "---|" * (fit.n_chains + 2))
+        for n, r in rows.items():
+            print(f"| {n} | " + " | ".join(f"{m:.4f}" for m in r["chain_means"])
+                  + f" | {r['rhat']:.3f} | {r['ess_bulk']:.0f} |")
+        for c, t in enumerate(tuning):
+            print(f"chain {c}: " + ", ".join(f"{k}={v:g}" for k, v in t.items()))
+        out[scope] = {"seed": run_seed, "cpu_s": float(fit.stats["cpu_seconds"]), "scalars": rows,
+                      "tuning": tuning}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versus-nuts", action="store_true",
@@ -257,11 +300,20 @@ def main() -> None:
                         help="with --versus-nuts: these posteriors only")
     parser.add_argument("--posterior", choices=sorted(POSTERIORS), action="append")
     parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--chains", metavar="POSTERIOR",
+                        help="per-chain means, R-hat and multistart tuning on both scopes of a "
+                             "corpus posterior (audit settings and seeds)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     build = lazyppl_build()
     print(f"GHC {build.ghc_version}, lazyppl {build.version} (build {build.hash}); "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    if args.chains:
+        seed = None if "--seed" not in sys.argv else args.seed
+        results = per_chain(args.chains, seed)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return
     if args.versus_nuts:
         results = versus_nuts(args.only or list(VERSUS), args.seed)
         if args.json:
