@@ -6,10 +6,10 @@
 -- Both targets are mixtures of two isotropic Gaussians in the tree's own
 -- Gaussian coordinates (each site drawn N(0, 1) and re-weighted by
 -- target / prior), so the Laplace log mass of each component is known in
--- closed form: log of its weight.  The components lie far apart (more than
--- ten of their SDs in every coordinate), so the MCMC moves alone cannot
--- cross between them in a run: where a chain is after warm-up is decided by
--- its initialisation.
+-- closed form: log of its weight.  The components lie far apart (at least
+-- 5.5 of the wider one's SDs in each of 4 or 8 coordinates), so the MCMC
+-- moves alone do not cross between them in a run: where a chain is after
+-- warm-up is decided by its initialisation.
 module MultiStartSpec (spec) where
 
 import Control.Monad (replicateM)
