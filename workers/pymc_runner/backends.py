@@ -262,8 +262,24 @@ def _jax(model, job: dict, backend: str, jitter: bool = True,
     )
     total = time.perf_counter() - started
     sampling = float(idata.posterior.attrs.get("sampling_time", total))
+    _release_jax()
     return Sampled(idata, max(total - sampling, 0.0), sampling,
                    start_retries=list(starts.retries) if initvals is not None else None)
+
+
+def _release_jax() -> None:
+    """Drop JAX's in-memory compiled code after a sampling. Every ``sample_jax_nuts``
+    call traces new functions, and their executables stayed in memory: measured on the
+    6-group hierarchical model, 4 x 1,000, one session, +70-100 MB resident and virtual
+    per fit (927 MB -> 1,617 MB over 12 fits), so a calibration session ran into its
+    4 GB address-space limit. The persistent compile cache (runner.child_environment)
+    makes the next sampling's compile a disk read anyway."""
+    import gc
+
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
 
 
 def reportable_names(model) -> list[str]:
