@@ -98,20 +98,43 @@ def test_collapsed_chains_are_those_that_diverged_every_draw_or_lost_their_step_
     assert collapsed_chains({"divergences_per_chain": [0, 0]}, 1000) == []
 
 
+def test_after_an_attempt_retry_fall_back_to_nutpie_or_stop():
+    from workers.pymc_runner.choice import after_attempt
+
+    auto = {"backend": "numpyro"}
+    clean = {"divergences": 0, "divergences_per_chain": [0, 0], "step_size": [0.2, 0.3]}
+    some = {"divergences": 3, "divergences_per_chain": [1, 2], "step_size": [0.2, 0.3]}
+    dead = {"divergences": 103, "divergences_per_chain": [100, 3], "step_size": [0.0, 0.2]}
+    assert after_attempt(clean, 100, 0, 3, auto) == (None, None)
+    assert after_attempt(some, 100, 0, 3, auto) == (1, None)
+    # a collapsed chain: the same target_accept again, with nutpie
+    position, fallback = after_attempt(dead, 100, 1, 3, auto)
+    assert position == 1 and fallback["from"] == "numpyro"
+    assert fallback["collapsed_chains"] == [0]
+    # still divergent at the last target_accept: nutpie from the first one
+    position, fallback = after_attempt(some, 100, 2, 3, auto)
+    assert position == 0 and "3 divergent transitions after every" in fallback["reason"]
+    # a requested backend, or nutpie after a fallback, is never replaced
+    for choice in (None, {"backend": "nutpie"}):
+        assert after_attempt(some, 100, 2, 3, choice) == (None, None)
+        assert after_attempt(dead, 100, 0, 3, choice) == (1, None)
+
+
 def test_a_stopped_childs_running_attempt_is_named_by_the_childs_own_order():
     from workers.pymc_runner.session import _next_accept
 
     job = {"target_accepts": [0.8, 0.95, 0.99], "draws": 100}
-    ok = {"divergences_per_chain": [0, 0], "step_size": [0.2, 0.2]}
-    dead = {"divergences_per_chain": [100, 0], "step_size": [0.0, 0.2]}
+    ok = {"divergences": 0, "divergences_per_chain": [0, 0], "step_size": [0.2, 0.2]}
+    some = {"divergences": 2, "divergences_per_chain": [1, 1], "step_size": [0.2, 0.2]}
+    dead = {"divergences": 100, "divergences_per_chain": [100, 0], "step_size": [0.0, 0.2]}
     numpyro = {"backend": "numpyro"}
     assert _next_accept(job, {}) == 0.8
-    assert _next_accept(job, {0: {"target_accept": 0.8, "stats": ok,
+    assert _next_accept(job, {0: {"target_accept": 0.8, "stats": some,
                                   "backend_choice": numpyro}}) == 0.95
-    # a collapsed automatic NumPyro fit is redone at the same target_accept with nutpie
     assert _next_accept(job, {0: {"target_accept": 0.8, "stats": dead,
                                   "backend_choice": numpyro}}) == 0.8
-    # ... but a requested backend is not replaced
+    assert _next_accept(job, {2: {"target_accept": 0.99, "stats": some,
+                                  "backend_choice": numpyro}}) == 0.8
     assert _next_accept(job, {0: {"target_accept": 0.8, "stats": dead,
                                   "backend_choice": None}}) == 0.95
     assert _next_accept(job, {2: {"target_accept": 0.99, "stats": ok,

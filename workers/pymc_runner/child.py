@@ -345,10 +345,10 @@ def _model_for(job: dict, session: Session, timings: dict):
     return session.models[key], True
 
 
-def _fall_back(key: str, session: Session, choice: dict, collapsed: list[int]):
-    """Replace an automatically chosen JAX sampler whose step size collapsed by nutpie,
-    for this request and every later one on the same program and data (``key``).
-    Returns the new (sampler, choice)."""
+def _fall_back(key: str, session: Session, choice: dict, fallback: dict):
+    """Replace an automatically chosen JAX sampler that failed (``choice.after_attempt``)
+    by nutpie, for this request and every later one on the same program and data
+    (``key``). Returns the new (sampler, choice)."""
     from workers.pymc_runner import backends
 
     model, _, names, _ = session.models[key]
@@ -361,9 +361,7 @@ def _fall_back(key: str, session: Session, choice: dict, collapsed: list[int]):
     session.compiles += 1
     choice = {**choice, "backend": "nutpie",
               "mass_matrix": choices.DEFAULT_MASS["nutpie"],
-              "fallback": {"from": choice["backend"], "collapsed_chains": collapsed,
-                           "reason": "step size collapsed: every transition of these "
-                                     "chains diverged, so they never moved"}}
+              "fallback": fallback}
     session.models[key] = (model, run_one, names, choice)
     return run_one, choice
 
@@ -435,16 +433,15 @@ def run(job: dict, out, session: Session) -> None:
                  lambda f: f.write(json.dumps(summary).encode()))
         attempt += 1
         timings = {"import": 0.0, "prewarm": 0.0, "build": 0.0}
-        collapsed = choices.collapsed_chains(stats, job["draws"])
-        if collapsed and choice is not None and choice["backend"] in choices.FALLS_BACK:
-            # an automatic choice that broke: the same target_accept again with nutpie
-            run_one, choice = _fall_back(key, session, choice, collapsed)
+        following, fallback = choices.after_attempt(stats, job["draws"], position,
+                                                    len(accepts), choice)
+        if fallback is not None:  # an automatic choice that failed: nutpie takes over
+            run_one, choice = _fall_back(key, session, choice, fallback)
             info = dict(info, compiled=True, compiles=session.compiles)
             job = {**job, "backend": choice["backend"], "mass_matrix": choice["mass_matrix"]}
-            continue
-        if stats["divergences"] == 0:
+        if following is None:
             break
-        position += 1
+        position = following
     _publish(out(SUMMARY_FILE), lambda f: f.write(json.dumps({"skipped": skipped}).encode()))
 
 

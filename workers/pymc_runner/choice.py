@@ -153,9 +153,11 @@ def _describe(size: dict) -> str:
     return f"{free} free x {observed} observed scalars = {work}; large from {LARGE_WORK:,}"
 
 
-#: Backends ``choose`` may pick whose fits are refitted with nutpie when a chain's step
-#: size collapses (measured on hmm_drive_1: NumPyro adapted 3 of 4 chains' step sizes to 0
-#: at target_accept 0.99, where nutpie fits the posterior).
+#: Backends ``choose`` may pick whose fits are refitted with nutpie when they fail:
+#: a chain's step size collapsed (measured on hmm_drive_1 before the finite-start fix:
+#: NumPyro adapted 3 of 4 chains' step sizes to 0), or divergences remained after every
+#: target_accept (measured in the calibration study: 3 of 40 audits of the 6-group
+#: hierarchical model with NumPyro, 0 of 100 with nutpie's low-rank mass matrix).
 FALLS_BACK = ("numpyro", "blackjax")
 
 #: A chain whose mean step size is at most this has stopped moving.
@@ -170,3 +172,31 @@ def collapsed_chains(stats: dict, draws: int) -> list[int]:
     steps = stats.get("step_size") or [None] * len(divergent)
     return [chain for chain, (d, h) in enumerate(zip(divergent, steps))
             if (draws > 0 and d >= draws) or (h is not None and h <= COLLAPSED_STEP)]
+
+
+def after_attempt(stats: dict, draws: int, position: int, accepts: int,
+                  choice: dict | None) -> tuple[int | None, dict | None]:
+    """The child's next step after an attempt at ``target_accepts[position]`` (of
+    ``accepts``): ``(next position or None when the fit is done, fallback or None)``.
+
+    Divergences move to the next target_accept. An automatic choice among
+    ``FALLS_BACK`` (``choice`` is the attempt's ``backend_choice``; ``None`` when the
+    backend was requested, which is never replaced) falls back to nutpie when a chain
+    collapsed (the same target_accept again) or when the last target_accept still
+    diverged (nutpie from the first one). ``fallback`` is what the evidence records.
+    """
+    auto = choice is not None and choice.get("backend") in FALLS_BACK
+    collapsed = collapsed_chains(stats, draws)
+    if auto and collapsed:
+        return position, {"from": choice["backend"], "collapsed_chains": collapsed,
+                          "reason": "step size collapsed: every transition of these "
+                                    "chains diverged, so they never moved"}
+    if stats["divergences"] == 0:
+        return None, None
+    if position + 1 < accepts:
+        return position + 1, None
+    if auto:
+        return 0, {"from": choice["backend"], "collapsed_chains": [],
+                   "reason": f"{stats['divergences']} divergent transitions after every "
+                             "target_accept"}
+    return None, None

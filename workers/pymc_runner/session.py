@@ -307,9 +307,10 @@ class PymcSession:
         if stopped is not None:
             process["stopped"] = stopped.details.get("limit")
         finished = {}
-        # one attempt per target_accept, plus one when the child fell back from an
-        # automatically chosen backend (choice.collapsed_chains); written in order
-        for k in range(len(job["target_accepts"]) + 1):
+        # one attempt per target_accept, and when the child fell back from an
+        # automatically chosen backend (choice.after_attempt) up to as many again and
+        # one more; written in order
+        for k in range(2 * len(job["target_accepts"]) + 1):
             path = child.out(number, attempt_file(k, "json"))
             if not os.path.lexists(path):
                 break
@@ -413,17 +414,14 @@ class Standby:
 
 def _next_accept(job: dict, finished: dict) -> float | None:
     """The target_accept of the attempt a stopped child was running after the
-    ``finished`` ones (child.run's order: the next of ``target_accepts``, or the same
-    one again when the last attempt fell back to another backend)."""
+    ``finished`` ones (the child's own order: ``choice.after_attempt``)."""
     from workers.pymc_runner import choice as choices
 
     accepts = [float(a) for a in job["target_accepts"]]
     if not finished:
         return accepts[0] if accepts else None
     last = finished[max(finished)]
-    chosen = last.get("backend_choice") or {}
-    if (chosen.get("backend") in choices.FALLS_BACK
-            and choices.collapsed_chains(last["stats"], job["draws"])):
-        return float(last["target_accept"])
-    position = accepts.index(float(last["target_accept"])) + 1
-    return accepts[position] if position < len(accepts) else None
+    position, _ = choices.after_attempt(last["stats"], job["draws"],
+                                        accepts.index(float(last["target_accept"])),
+                                        len(accepts), last.get("backend_choice"))
+    return None if position is None else accepts[position]
