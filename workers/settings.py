@@ -28,9 +28,10 @@ class PyMCSettings(_Group):
     retry_target_accepts: list[Annotated[float, Field(gt=0.0, lt=1.0)]] = Field(
         default_factory=lambda: [0.95, 0.99])
     # "auto": the measured rule of workers/pymc_runner/choice.py (NumPyro for small
-    # models compiled fresh, nutpie for large ones), recorded as sampler.backend_choice.
-    # Not the default yet: the corpus and calibration were measured with nutpie.
-    backend: Literal["pymc", "nutpie", "numpyro", "blackjax", "auto"] = "nutpie"
+    # models, nutpie for large ones), recorded as sampler.backend_choice; the corpus
+    # (same verdicts on all 46, audit seconds 2,520 -> 1,493) and the calibration study
+    # were re-run with it (docs/ARCHITECTURE.md, "NUTS backend choice").
+    backend: Literal["pymc", "nutpie", "numpyro", "blackjax", "auto"] = "auto"
     # low-rank (nutpie) / dense (pymc, numpyro) adaptation: measured 10× the ESS per
     # second of a diagonal one on correlated regressions (benchmarks/nuts_backends.py)
     mass_matrix: Literal["diag", "low_rank", "dense"] = "low_rank"
