@@ -28,10 +28,13 @@ class PyMCSettings(_Group):
     retry_target_accepts: list[Annotated[float, Field(gt=0.0, lt=1.0)]] = Field(
         default_factory=lambda: [0.95, 0.99])
     # "auto": the measured rule of workers/pymc_runner/choice.py (NumPyro for small
-    # models, nutpie for large ones), recorded as sampler.backend_choice; the corpus
-    # (same verdicts on all 46, audit seconds 2,520 -> 1,493) and the calibration study
-    # were re-run with it (docs/ARCHITECTURE.md, "NUTS backend choice").
-    backend: Literal["pymc", "nutpie", "numpyro", "blackjax", "auto"] = "auto"
+    # models, nutpie for large ones, nutpie when NumPyro fails), recorded as
+    # sampler.backend_choice. Re-measured with auto in session 8: the corpus (same
+    # verdicts on all 46, audit seconds 2,520 -> 1,493) and the calibration study (every
+    # pair as with nutpie). Not the default: the SPEC eight-schools pair through the CLI
+    # took 27.2 s with auto against 13.0 s with nutpie (cold JAX in a fresh child, XLA
+    # compiles inside each sampling); batches of posteriors are where auto wins.
+    backend: Literal["pymc", "nutpie", "numpyro", "blackjax", "auto"] = "nutpie"
     # low-rank (nutpie) / dense (pymc, numpyro) adaptation: measured 10× the ESS per
     # second of a diagonal one on correlated regressions (benchmarks/nuts_backends.py)
     mass_matrix: Literal["diag", "low_rank", "dense"] = "low_rank"
