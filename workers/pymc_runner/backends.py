@@ -184,7 +184,6 @@ class _FiniteStarts:
         self.model = model
         self._check = None
         self._constrain = None
-        self.retries: list[int] = []
 
     def _compile(self) -> None:
         import jax
@@ -207,7 +206,9 @@ class _FiniteStarts:
         return bool(np.isfinite(value)) and all(bool(np.all(np.isfinite(np.asarray(g))))
                                                 for g in gradient)
 
-    def initvals(self, chains: int, seed: int) -> list[dict]:
+    def initvals(self, chains: int, seed: int) -> tuple[list[dict], list[int]]:
+        """Per chain: the start (constrained values by variable name) and how many
+        jittered starts were refused before it."""
         from pymc.initial_point import make_initial_point_fns_per_chain
         from pymc.util import _get_seeds_per_chain
 
@@ -217,7 +218,7 @@ class _FiniteStarts:
         (seed,) = _get_seeds_per_chain(seed, 1)
         fns = make_initial_point_fns_per_chain(model=model, overrides=None,
                                                jitter_rvs=set(model.free_RVs), chains=chains)
-        out, self.retries = [], []
+        out, retries = [], []
         for fn, chain_seed in zip(fns, _get_seeds_per_chain(seed, chains)):
             rng = np.random.default_rng(chain_seed)
             first = point = fn(chain_seed)
@@ -228,10 +229,10 @@ class _FiniteStarts:
                 point = fn(chain_seed)
             else:
                 point = first  # none found: PyMC's own start (the sampler reports it)
-            self.retries.append(tried)
+            retries.append(tried)
             values = self._constrain(*[point[v.name] for v in model.value_vars])
             out.append({rv.name: np.asarray(v) for rv, v in zip(model.free_RVs, values)})
-        return out
+        return out, retries
 
 
 def _jax(model, job: dict, backend: str, jitter: bool = True,
@@ -240,9 +241,9 @@ def _jax(model, job: dict, backend: str, jitter: bool = True,
 
     nuts_kwargs = {"dense_mass": True} if job["mass_matrix"] in ("dense", "low_rank") else {}
     started = time.perf_counter()
-    initvals = None
+    initvals = retries = None
     if jitter and starts is not None and model.free_RVs:
-        initvals, jitter = starts.initvals(job["chains"], job["seed"]), False
+        (initvals, retries), jitter = starts.initvals(job["chains"], job["seed"]), False
     idata = sample_jax_nuts(
         draws=job["draws"],
         tune=job["tune"],
@@ -263,8 +264,7 @@ def _jax(model, job: dict, backend: str, jitter: bool = True,
     total = time.perf_counter() - started
     sampling = float(idata.posterior.attrs.get("sampling_time", total))
     _release_jax()
-    return Sampled(idata, max(total - sampling, 0.0), sampling,
-                   start_retries=list(starts.retries) if initvals is not None else None)
+    return Sampled(idata, max(total - sampling, 0.0), sampling, start_retries=retries)
 
 
 def _release_jax() -> None:

@@ -314,12 +314,12 @@ def _prewarm(waiting) -> float:
     return time.perf_counter() - begun
 
 
-def _model_for(job: dict, session: Session, timings: dict):
-    """The built model, its sampler and names for this request: from the session when
-    the same program already ran on the same data, else built (and compiled) now."""
+def _model_for(job: dict, key: str, session: Session, timings: dict):
+    """The built model, its sampler and names for this request (``key``:
+    ``_model_key(job)``): from the session when the same program already ran on the same
+    data, else built (and compiled) now."""
     from workers.pymc_runner import backends
 
-    key = _model_key(job)
     if key in session.models:
         timings["build"] = 0.0
         return session.models[key], False
@@ -329,11 +329,19 @@ def _model_for(job: dict, session: Session, timings: dict):
     choice = None
     backend = job["backend"]
     if backend == "auto":
-        from workers.pymc_runner.choice import choose, model_size
-
-        size = model_size(model)
-        choice = {**choose(size, "auto", "auto"), "size": size}
+        size = choices.model_size(model)
+        choice = {**choices.choose(size, "auto", "auto"), "size": size}
         backend = choice["backend"]
+    _keep(session, key, model, backend, backends.reportable_names(model), choice)
+    return session.models[key], True
+
+
+def _keep(session: Session, key: str, model, backend: str, names: list[str],
+          choice: dict | None) -> None:
+    """Compile ``model``'s sampler for ``backend`` and keep it in the session under
+    ``key`` (counted in ``session.compiles``)."""
+    from workers.pymc_runner import backends
+
     try:
         run_one = backends.sampler(model, backend)
     except MemoryError as exc:
@@ -341,29 +349,18 @@ def _model_for(job: dict, session: Session, timings: dict):
     except Exception as exc:
         raise _failure("sample", "compiling the model failed", exc) from None
     session.compiles += 1
-    session.models[key] = (model, run_one, backends.reportable_names(model), choice)
-    return session.models[key], True
+    session.models[key] = (model, run_one, names, choice)
 
 
 def _fall_back(key: str, session: Session, choice: dict, fallback: dict):
     """Replace an automatically chosen JAX sampler that failed (``choice.after_attempt``)
     by nutpie, for this request and every later one on the same program and data
     (``key``). Returns the new (sampler, choice)."""
-    from workers.pymc_runner import backends
-
     model, _, names, _ = session.models[key]
-    try:
-        run_one = backends.sampler(model, "nutpie")
-    except MemoryError as exc:
-        raise _failure("sample", "out of memory while compiling", exc) from None
-    except Exception as exc:
-        raise _failure("sample", "compiling the model failed", exc) from None
-    session.compiles += 1
     choice = {**choice, "backend": "nutpie",
-              "mass_matrix": choices.DEFAULT_MASS["nutpie"],
-              "fallback": fallback}
-    session.models[key] = (model, run_one, names, choice)
-    return run_one, choice
+              "mass_matrix": choices.DEFAULT_MASS["nutpie"], "fallback": fallback}
+    _keep(session, key, model, "nutpie", names, choice)
+    return session.models[key][1], choice
 
 
 def run(job: dict, out, session: Session) -> None:
@@ -381,7 +378,7 @@ def run(job: dict, out, session: Session) -> None:
     timings = {"import": session.import_seconds if first else 0.0,
                "prewarm": session.prewarm_seconds if first else 0.0}
     key = _model_key(job)
-    (model, run_one, names, choice), compiled_now = _model_for(job, session, timings)
+    (model, run_one, names, choice), compiled_now = _model_for(job, key, session, timings)
     if choice is not None:  # backend "auto": sample with what was chosen
         job = {**job, "backend": choice["backend"], "mass_matrix": choice["mass_matrix"]}
     _configure_backend(job)
