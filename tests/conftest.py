@@ -197,6 +197,37 @@ def start_worker(service_env, tmp_path):
                 proc.wait()
 
 
+@pytest.fixture
+def no_leftover_work(db_sessions, broker_url, celery_queue):
+    """Cancel every audit and batch still open in the session's database and empty the
+    session's queue, before a test that starts a worker. Earlier API tests leave their
+    submissions queued (no worker ran then); a worker's reconciler re-sends them all at
+    start and works through them before the test's own audit (the SPEC pair waited
+    ~270 s behind them in CI). Prints how many it cancelled."""
+    import redis
+    import sqlalchemy as sa
+
+    from service.db import audits as audit_repo
+    from service.db import batches as batch_repo
+    from service.db.models import Audit, Batch
+
+    message = "left open by an earlier test: cancelled before a worker test"
+    with db_sessions.begin() as s:
+        batches = s.scalars(sa.select(Batch).where(Batch.status.in_(("queued", "running")))
+                            .order_by(Batch.id).with_for_update()).all()
+        for batch in batches:
+            batch_repo.set_batch_status(s, batch, "cancelled", message=message)
+        audits = s.scalars(sa.select(Audit).where(Audit.status.in_(("queued", "running")))
+                           .order_by(Audit.id).with_for_update()).all()
+        for audit in audits:
+            audit_repo.set_status(s, audit, "cancelled", reason=message, message=message)
+    client = redis.Redis.from_url(broker_url)
+    client.delete(celery_queue)
+    client.close()
+    if audits or batches:
+        print(f"no_leftover_work: cancelled {len(audits)} audit(s), {len(batches)} batch(es)")
+
+
 def wait_for(predicate, timeout: float, interval: float = 0.5, what: str = "condition"):
     """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
     deadline = time.monotonic() + timeout

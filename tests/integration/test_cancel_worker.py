@@ -15,7 +15,7 @@ from tests.conftest import wait_for
 from tests.faults import descendants
 from tests.integration.test_celery_worker import pair
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("no_leftover_work")]
 #: long enough that the fits still run when the test cancels them (minutes if left alone)
 LONG = {"pymc": {"chains": 2, "tune": 3000, "draws": 5000, "backend": "pymc",
                  "retry_target_accepts": []},

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from service.db.draws import decode_draws
 from tests.conftest import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("no_leftover_work")]
 
 #: the two smallest data sets of the quickest posteriors in reports/corpus.json
 POSTERIORS = ["eight_schools-eight_schools_noncentered", "mesquite-logmesquite_logvolume"]

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from tests.conftest import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("no_leftover_work")]
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "eight_schools"
 #: small runs for tests where the verdict is not the point (gates may fail: inconclusive)

@@ -22,7 +22,7 @@ from tests.conftest import wait_for
 from tests.faults import OwnRedis, TcpProxy, descendants
 from tests.integration.test_celery_worker import TINY, _mid_fit, assert_stored_once, pair, stored
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.usefixtures("no_leftover_work")]
 
 #: a quick reconciler, so a test waits seconds, not minutes; PPL_AUDIT_TEST_DEFAULT_WORK=1
 #: keeps the defaults (lease 90 s, pass every 30 s, grace 30 s) to measure recovery times
