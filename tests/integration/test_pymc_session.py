@@ -235,7 +235,10 @@ def test_backend_auto_refits_with_nutpie_when_numpyro_still_diverges_at_the_last
     fit = fit_pymc(source, data, seed=47, backend="auto", chains=4, tune=1000, draws=1000,
                    target_accept=0.9)
     attempts = [(a["target_accept"], a["divergences"]) for a in fit.stats["attempts"]]
-    assert attempts == [(0.9, 1), (0.95, 1), (0.99, 1), (0.9, 0)]
+    # NumPyro's count at 0.9 was 1 on one run and 2 on a clean-clone CI run (same seed):
+    # what matters is that each NumPyro attempt still diverged and nutpie's did not
+    assert [t for t, _ in attempts] == [0.9, 0.95, 0.99, 0.9], attempts
+    assert all(d >= 1 for _, d in attempts[:3]) and attempts[3][1] == 0, attempts
     fallback = fit.sampler["backend_choice"]["fallback"]
     assert fallback["from"] == "numpyro" and "after every target_accept" in fallback["reason"]
     assert fit.sampler["backend"] == "nutpie" and fit.divergences == 0
