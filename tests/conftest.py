@@ -207,17 +207,18 @@ def no_leftover_work(db_sessions, broker_url, celery_queue):
     import redis
     import sqlalchemy as sa
 
+    from service.cancel import OPEN
     from service.db import audits as audit_repo
     from service.db import batches as batch_repo
     from service.db.models import Audit, Batch
 
     message = "left open by an earlier test: cancelled before a worker test"
     with db_sessions.begin() as s:
-        batches = s.scalars(sa.select(Batch).where(Batch.status.in_(("queued", "running")))
+        batches = s.scalars(sa.select(Batch).where(Batch.status.in_(OPEN))
                             .order_by(Batch.id).with_for_update()).all()
         for batch in batches:
             batch_repo.set_batch_status(s, batch, "cancelled", message=message)
-        audits = s.scalars(sa.select(Audit).where(Audit.status.in_(("queued", "running")))
+        audits = s.scalars(sa.select(Audit).where(Audit.status.in_(OPEN))
                            .order_by(Audit.id).with_for_update()).all()
         for audit in audits:
             audit_repo.set_status(s, audit, "cancelled", reason=message, message=message)
