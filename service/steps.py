@@ -108,7 +108,8 @@ def claim_scope(sessions: Sessions, audit_id: uuid.UUID, scope: str,
         work_repo.take_scope_lease(unit, lease.owner, now, lease.seconds)
         audit_repo.add_event(s, audit_id=audit_id, batch_id=audit.batch_id, kind="picked",
                              message=f"scope {scope} picked up by {lease.owner} "
-                             f"(attempt {unit.attempts})", data={"scope": scope})
+                             f"(attempt {unit.attempts})",
+                             data={"scope": scope, "owner": lease.owner, "attempt": unit.attempts})
         data = audit_repo.scope_data(s, audit_id, scope)
         if audit.status == "queued":
             audit_repo.set_status(s, audit, "running")

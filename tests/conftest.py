@@ -229,15 +229,21 @@ def no_leftover_work(db_sessions, broker_url, celery_queue):
         print(f"no_leftover_work: cancelled {len(audits)} audit(s), {len(batches)} batch(es)")
 
 
-def wait_for(predicate, timeout: float, interval: float = 0.5, what: str = "condition"):
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s."""
+def wait_for(predicate, timeout: float, interval: float = 0.5, what: str = "condition",
+             log: str | None = None):
+    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` s,
+    with the last 60 lines of the file ``log`` (a worker's log) in the message if given."""
     deadline = time.monotonic() + timeout
     while True:
         value = predicate()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+            tail = ""
+            if log is not None:
+                with open(log, errors="replace") as f:
+                    tail = "\n--- last lines of " + log + " ---\n" + "".join(f.readlines()[-60:])
+            raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}{tail}")
         time.sleep(interval)
 
 
