@@ -129,16 +129,23 @@ def test_a_stopped_childs_running_attempt_is_named_by_the_childs_own_order():
     dead = {"divergences": 100, "divergences_per_chain": [100, 0], "step_size": [0.0, 0.2]}
     numpyro = {"backend": "numpyro"}
     assert _next_accept(job, {}) == 0.8
-    assert _next_accept(job, {0: {"target_accept": 0.8, "stats": some,
-                                  "backend_choice": numpyro}}) == 0.95
-    assert _next_accept(job, {0: {"target_accept": 0.8, "stats": dead,
-                                  "backend_choice": numpyro}}) == 0.8
-    assert _next_accept(job, {2: {"target_accept": 0.99, "stats": some,
-                                  "backend_choice": numpyro}}) == 0.8
-    assert _next_accept(job, {0: {"target_accept": 0.8, "stats": dead,
-                                  "backend_choice": None}}) == 0.95
-    assert _next_accept(job, {2: {"target_accept": 0.99, "stats": ok,
-                                  "backend_choice": None}}) is None
+
+    def attempt(position, stats, choice):
+        return {"target_accept": job["target_accepts"][position], "position": position,
+                "stats": stats, "backend_choice": choice}
+    assert _next_accept(job, {0: attempt(0, some, numpyro)}) == 0.95
+    assert _next_accept(job, {0: attempt(0, dead, numpyro)}) == 0.8
+    assert _next_accept(job, {2: attempt(2, some, numpyro)}) == 0.8
+    assert _next_accept(job, {0: attempt(0, dead, None)}) == 0.95
+    assert _next_accept(job, {2: attempt(2, ok, None)}) is None
+    # a list that repeats a value: the position, not the value, says where the child was
+    twice = {"target_accepts": [0.9, 0.9, 0.99], "draws": 100}
+    assert _next_accept(twice, {1: {"target_accept": 0.9, "position": 1, "stats": some,
+                                    "backend_choice": None}}) == 0.99
+    # a position the child's output cannot be trusted with: no guess
+    for forged in (None, 3, -1, "1", True):
+        assert _next_accept(job, {0: {"target_accept": 0.8, "position": forged,
+                                      "stats": some, "backend_choice": None}}) is None
 
 
 def test_every_backend_setting_says_what_its_standby_warms():

@@ -419,6 +419,7 @@ def run(job: dict, out, session: Session) -> None:
             "backend": sampled.backend or job["backend"],
             "memory_mb": _memory_peaks(),
             "target_accept": accept,
+            "position": position,
             "initialisation": sampled.initialisation,
             "backend_choice": choice,
         }
