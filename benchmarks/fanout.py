@@ -197,13 +197,15 @@ class Run:
         raise RuntimeError(f"worker never went idle; see {worker.log_path}")
 
     # ---- the measurement --------------------------------------------------------------
-    def run_batch(self, posteriors: list[str], timeout: float) -> dict:
+    def run_batch(self, posteriors: list[str], timeout: float,
+                  settings: dict | None = None) -> dict:
         headers = {"Authorization": f"Bearer {self.token}"}
         pool_pids = {pid: i for i, w in enumerate(self.workers) for pid in pool_children(w.pid)}
         load = os.getloadavg()
         with httpx.Client(base_url=self.base, headers=headers, timeout=30) as c:
             t0 = time.monotonic()
-            r = c.post("/api/v1/batches", json={"source": "posteriordb", "posteriors": posteriors})
+            r = c.post("/api/v1/batches", json={"source": "posteriordb", "posteriors": posteriors,
+                                                "settings": settings or {}})
             r.raise_for_status()
             batch_id = r.json()["id"]
             while True:
@@ -340,11 +342,11 @@ def ensure_shared_cache(logdir: Path) -> str:
 
 
 def one_run(label: str, cores: tuple[int, ...], posteriors: list[str], logdir: Path,
-            timeout: float) -> dict:
+            timeout: float, settings: dict | None = None) -> dict:
     run = Run(label, cores, logdir)
     try:
         run.start()
-        result = run.run_batch(posteriors, timeout)
+        result = run.run_batch(posteriors, timeout, settings)
     finally:
         run.close()
     print(f"{label}: {len(cores)} worker(s) on core(s) {','.join(map(str, cores))}: "
@@ -361,7 +363,12 @@ def _interrupt(signum, frame):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--posteriors", default=",".join(POSTERIORS))
+    ap.add_argument("--posteriors", default=",".join(POSTERIORS),
+                    help="comma-separated, or 'all' (every translated posterior)")
+    ap.add_argument("--only", choices=sorted(CONFIGS),
+                    help="time this configuration alone (no warm-up, no A/B ratio), e.g. "
+                    "the whole corpus on two workers: --posteriors all --only B")
+    ap.add_argument("--pymc-backend", help="the batch's pymc.backend (default: the product's)")
     ap.add_argument("--rounds", type=int, default=1, help="timed A, B pairs (alternating)")
     ap.add_argument("--no-warm-up", action="store_true", help="skip the untimed config-A run")
     ap.add_argument("--wait-load", type=float, default=1.5,
@@ -377,9 +384,15 @@ def main() -> int:
         return 2
     # SIGTERM (e.g. from a job runner) unwinds through the finally blocks like Ctrl-C
     signal.signal(signal.SIGTERM, _interrupt)
-    posteriors = [p for p in args.posteriors.split(",") if p]
+    if args.posteriors == "all":
+        from corpus.loader import list_posteriors
+        posteriors = list_posteriors()
+    else:
+        posteriors = [p for p in args.posteriors.split(",") if p]
+    settings = {"pymc": {"backend": args.pymc_backend}} if args.pymc_backend else None
     args.logs.mkdir(parents=True, exist_ok=True)
-    report: dict = {"posteriors": posteriors, "cpus": os.cpu_count(), "logs": str(args.logs)}
+    report: dict = {"posteriors": posteriors, "cpus": os.cpu_count(), "logs": str(args.logs),
+                    "settings": settings}
     report["shared_pytensor_cache"] = ensure_shared_cache(args.logs)
     load, quiet = wait_for_quiet(args.wait_load, args.wait_max)
     report["load_at_start"] = [round(x, 2) for x in os.getloadavg()]
@@ -388,9 +401,23 @@ def main() -> int:
           f"logs in {args.logs}", flush=True)
     runs: list[dict] = []
     timed: dict[str, list[dict]] = {"A": [], "B": []}
+    if args.only:
+        try:
+            r = one_run(args.only, CONFIGS[args.only], posteriors, args.logs, args.timeout,
+                        settings)
+        finally:
+            drop_broadcast_bindings()
+        verdicts = [v["verdict"] for v in fingerprint(r).values()]
+        tally = {v: verdicts.count(v) for v in sorted(set(verdicts))}
+        print(f"\n{args.only} ({len(CONFIGS[args.only])} worker(s)), {len(posteriors)} "
+              f"posteriors: {r['wall_seconds']:.1f} s wall, status {r['status']}, {tally}")
+        report.update(only=args.only, wall_seconds=r["wall_seconds"], verdicts=tally, runs=[r])
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2))
+        return 0 if r["status"] == "done" else 1
     try:
         if not args.no_warm_up:
-            warm = one_run("W", CONFIGS["A"], posteriors, args.logs, args.timeout)
+            warm = one_run("W", CONFIGS["A"], posteriors, args.logs, args.timeout, settings)
             report["warm_up"] = {k: warm[k] for k in ("wall_seconds", "load_before",
                                                        "load_after", "status")}
             runs.append(warm)
@@ -398,7 +425,7 @@ def main() -> int:
             order = ("A", "B") if i % 2 == 0 else ("B", "A")
             for label in order:
                 r = one_run(f"{label}{i + 1}" if args.rounds > 1 else label, CONFIGS[label],
-                            posteriors, args.logs, args.timeout)
+                            posteriors, args.logs, args.timeout, settings)
                 timed[label].append(r)
                 runs.append(r)
     finally:

@@ -300,3 +300,63 @@ def test_a_fixed_side_that_nearly_fills_the_allowance_makes_both_grow():
     assert math.isclose(p_cand.factor, max(d_cand / (allowed ** 2 / 2), r_cand / (allowed_r ** 2 / 2)), rel_tol=1e-9)
     assert math.isclose(p_base.factor, max(d_base / (allowed ** 2 / 2), r_base / (allowed_r ** 2 / 2)), rel_tol=1e-9)
     assert p_cand.factor < 4 * 100 and p_base.factor < 3  # within CAP_STRETCH of the cap
+
+
+# ------------------------------------------- divergences of a grown NUTS fit (divergence_outlook)
+
+def test_a_clean_fit_whose_ladder_never_diverged_has_no_outlook():
+    attempts = [{"target_accept": 0.9, "divergences": 0, "number": 0}]
+    assert looks.divergence_outlook(attempts, 0, 4000, 44.0) is None
+    assert looks.divergence_outlook([], 0, 4000, 44.0) is None
+
+
+def test_a_clean_attempt_after_diverging_ones_expects_divergences_in_proportion():
+    """Centred eight schools, full scope, look 1 (corpus run, session 10): 4 and 5
+    divergences at 0.9 and 0.95, none at 0.99 in 4 x 1,000; the plan asked 44x."""
+    attempts = [{"target_accept": 0.9, "divergences": 4}, {"target_accept": 0.95, "divergences": 5},
+                {"target_accept": 0.99, "divergences": 0},
+                {"target_accept": 0.9, "error": {"code": "timeout"}}]  # a stopped attempt
+    expected, why = looks.divergence_outlook(attempts, 0, 4000, 44.27)
+    assert math.isclose(expected, 0.5 / 4000 * 4000 * 44.27)
+    assert "4 at 0.9, 5 at 0.95, 0 at 0.99" in why and "kept: 0 in 4000" in why
+    # a small growth is still worth it: about 1 expected, a clean fit ~37 % likely
+    small, _ = looks.divergence_outlook(attempts, 0, 4000, 2.0)
+    assert small < looks.DIVERGENCE_STOP
+    # a kept attempt that diverged itself: its own rate
+    own, _ = looks.divergence_outlook(attempts, 2, 4000, 1.25)
+    assert math.isclose(own, 2.5 * 1.25)
+
+
+def _diverging_pymc_plan(monkeypatch, pymc_factor: float, kept: int = 0, allowed: int = 0):
+    """_plan_look where only PyMC grows by ``pymc_factor`` and its fit's ladder diverged."""
+    from workers import pipeline
+    from workers.fit import Fit
+
+    rng = np.random.default_rng(9)
+    lazy = Fit("lazyppl", {"x": rng.standard_normal((4, 200))}, timings={"total": 1.0})
+    pymc = Fit("pymc", {"x": rng.standard_normal((4, 1000))}, divergences=kept,
+               stats={"attempts": [{"target_accept": 0.9, "divergences": 5},
+                                   {"target_accept": 0.99, "divergences": kept}]},
+               timings={"total": 1.0})
+    rule = compare.Rule(max_divergences=allowed)
+    main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], rule)
+    monkeypatch.setattr(looks, "project", lambda result, rule, grow: (
+        looks.Projection(1.0, ()), looks.Projection(pymc_factor, ("x: forced",))))
+    monkeypatch.setattr(compare, "sides_needing_draws", lambda result, rule: (False, True))
+    return pipeline._plan_look(main, None, ["x"], lazy, pymc, rule,
+                               {"pymc": 1000, "lazyppl": 200}, 900.0)
+
+
+def test_a_pymc_fit_expected_to_diverge_when_grown_stops_the_scope(monkeypatch):
+    """catches: the corpus's centred eight schools growing PyMC 44x (290 s) to fail its
+    divergence gate with 88 divergent transitions, the verdict it had before the look."""
+    evidence, stop, nxt = _diverging_pymc_plan(monkeypatch, 44.0)
+    assert stop.startswith("more PyMC draws would not pass its divergence gate")
+    assert "5 at 0.9, 0 at 0.99" in stop and nxt == {"pymc": 1000, "lazyppl": 200}
+    assert evidence["divergence_outlook"] == 22.0  # (0 + 1/2) / 4,000 x 4,000 x 44
+    # 2x: about 1 expected, the look is taken
+    _, stop, nxt = _diverging_pymc_plan(monkeypatch, 2.0)
+    assert stop is None and nxt["pymc"] == 2000
+    # a rule that allows 20 divergences: 22 expected is within 3 of it, the look is taken
+    _, stop, _ = _diverging_pymc_plan(monkeypatch, 44.0, allowed=20)
+    assert stop is None
