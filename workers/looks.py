@@ -38,12 +38,6 @@ Two questions, asked after a look that ended ``inconclusive``:
   inconclusive hier6 seeds). A failing fit's MCSE of the mean is taken at the other
   side's SD (an agreeing pair's SDs are equal; a poorly mixed fit's own SD is off).
 
-* **Would the grown PyMC fit pass its divergence gate?** :func:`divergence_outlook`:
-  when any target_accept attempt of the fit diverged, the grown fit's divergences are
-  Poisson at the kept attempt's rate (Jeffreys estimate); at :data:`DIVERGENCE_STOP`
-  expected beyond the allowed number, the scope stops rather than pay for a fit that
-  would fail (centred eight schools: 44x the draws, 290 s, 88 divergences).
-
 The draw cap per look, and asking for the cap when a projection exceeds it by little, are
 the pipeline's (``workers.pipeline._plan_look``).
 
@@ -73,11 +67,6 @@ MIN_FACTOR = 1.25
 #: k·(1 − share)/share of its new MCSEs (4 at k = 4) still decides. Draws scale as
 #: 1/share²; 1/2 was chosen so that several open parameters decide at one look.
 FAVOURABLE_SHARE = 0.5
-
-#: A NUTS fit whose attempts diverged is not grown when the grown fit is expected to show
-#: at least this many divergent transitions more than the gate allows: with none allowed
-#: (the default) it would pass the gate with probability about e^-3 = 5 %.
-DIVERGENCE_STOP = 3.0
 
 SLOW_MIXING, SEPARATED_MODES, CONVERGED = "slow_mixing", "separated_modes", "converged"
 
@@ -280,30 +269,3 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
         # allows: both must grow (if that is infinite too, d or r sits on a boundary)
         return project(result, rule, (True, True))
     return result_pair
-
-
-def divergence_outlook(attempts: list[dict], divergences: int, transitions: int,
-                       factor: float, allowed: int = 0) -> tuple[float, str] | None:
-    """Divergent transitions expected if a NUTS fit is grown by ``factor``, and why; None
-    when no attempt of it diverged (nothing suggests the grown fit would).
-
-    ``attempts`` are the fit's target_accept attempts (``stats["attempts"]``: each with
-    ``target_accept`` and ``divergences``; stopped or skipped ones have none), of which
-    the kept one had ``divergences`` in ``transitions`` (chains x draws). Divergences
-    come at a rate per transition, so the grown fit's count is Poisson with mean rate x
-    transitions x factor; the rate is estimated as (divergences + 1/2) / transitions
-    (Jeffreys), because a fit whose other attempts diverged cannot be taken to have rate
-    0 from a clean run of a few thousand transitions. Each look refits the whole
-    target_accept ladder, whose best attempt this one was: the grown fit does no better.
-    """
-    counts = [(a.get("target_accept"), a["divergences"]) for a in attempts
-              if isinstance(a.get("divergences"), int)]
-    if transitions <= 0 or not any(d > 0 for _, d in counts):
-        return None
-    rate = (divergences + 0.5) / transitions
-    expected = rate * transitions * factor
-    ladder = ", ".join(f"{d} at {t:g}" if isinstance(t, (int, float)) else str(d)
-                       for t, d in counts)
-    return expected, (f"{expected:.1f} divergent transitions expected in {factor:.3g}x the "
-                      f"draws (this look's attempts: {ladder}; kept: {divergences} in "
-                      f"{transitions}), more than the {allowed} the gate allows")

@@ -248,15 +248,6 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
         if not math.isfinite(p.factor):
             return evidence, f"no number of {side} draws can decide it ({'; '.join(p.reasons)})", draws
         want = math.ceil(draws[side] * p.factor)
-        if side == "pymc":
-            outlook = looks.divergence_outlook(
-                fit.stats.get("attempts") or [], fit.divergences, fit.n_chains * fit.n_draws,
-                want / draws[side], rule.max_divergences)
-            if outlook is not None and outlook[0] >= rule.max_divergences + looks.DIVERGENCE_STOP:
-                evidence["divergence_outlook"] = round(outlook[0], 2)
-                return evidence, (f"more PyMC draws would not pass its divergence gate: "
-                                  f"{outlook[1]}; NUTS does not sample this geometry "
-                                  "cleanly (a non-centred PyMC program may)"), draws
         cap = MAX_DRAWS[side]
         if want > cap:
             if draws[side] >= cap or want > CAP_STRETCH * cap:
