@@ -2,6 +2,8 @@
 
     .venv/bin/python benchmarks/fanout.py [--posteriors a,b,...] [--rounds 1]
         [--wait-load 1.5] [--wait-max 1200] [--json out.json]
+    .venv/bin/python benchmarks/fanout.py --posteriors all --only B --timeout 3600
+        (the whole corpus on two workers, timed alone; --pymc-backend auto for that backend)
 
 A posteriordb batch is split into one Celery task per (audit, scope) (``run_batch``
 creates the audits and enqueues their scopes; ``run_audit_scope`` fits one scope), so k
@@ -204,8 +206,8 @@ class Run:
         load = os.getloadavg()
         with httpx.Client(base_url=self.base, headers=headers, timeout=30) as c:
             t0 = time.monotonic()
-            r = c.post("/api/v1/batches", json={"source": "posteriordb", "posteriors": posteriors,
-                                                "settings": settings or {}})
+            body = {"source": "posteriordb", "posteriors": posteriors}
+            r = c.post("/api/v1/batches", json={**body, "settings": settings} if settings else body)
             r.raise_for_status()
             batch_id = r.json()["id"]
             while True:

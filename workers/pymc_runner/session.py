@@ -421,9 +421,11 @@ def _next_accept(job: dict, finished: dict) -> float | None:
     if not finished:
         return accepts[0] if accepts else None
     last = finished[max(finished)]
-    position = last.get("position")  # the child's index into target_accepts (a list may
-    if type(position) is not int or not 0 <= position < len(accepts):  # repeat a value)
-        return None  # the child's output is not trusted: no guess at what it ran next
+    # the child's index into target_accepts (the list may repeat a value); it is the
+    # child's output, so not trusted: one that is not a valid index gives no guess
+    position = last.get("position")
+    if type(position) is not int or not 0 <= position < len(accepts):
+        return None
     position, _ = choices.after_attempt(last["stats"], job["draws"], position,
                                         len(accepts), last.get("backend_choice"))
     return None if position is None else accepts[position]
