@@ -202,6 +202,12 @@ MAX_DRAWS = {"pymc": 50_000, "lazyppl": 100_000}
 #: pays for it): projections come from noisy ESS and MCSE estimates, so a look at the cap
 #: may still decide. Beyond it, or when a side is already at the cap, the scope stops.
 CAP_STRETCH = 4.0
+#: A PyMC fit that needed a divergence retry (an attempt with divergent transitions) grows
+#: by at most this factor per look: a longer run of the same sampler meets the funnel's
+#: neck more often, so a larger projection mostly buys a look that fails on divergences
+#: (eight_schools_centered spent 323 s so; it cannot pass PyMC's own gates). Not
+#: calibrated: it bounds cost, and a bounded look only re-projects at the next look.
+DIVERGING_GROWTH = 4.0
 
 
 def _fit_seconds(fit: Fit) -> float:
@@ -212,6 +218,13 @@ def _fit_seconds(fit: Fit) -> float:
     if "session" in fit.stats:
         return float(t.get("sample") or 0.0) + 0.5
     return float(t.get("total") or t.get("process") or t.get("sample") or 0.0)
+
+
+def _diverged(fit: Fit) -> bool:
+    """Whether any attempt of this PyMC fit (its divergence retries included) diverged."""
+    attempts = fit.stats.get("attempts") or []
+    return fit.divergences > 0 or any(int(a.get("divergences") or 0) > 0
+                                      for a in attempts if isinstance(a, dict))
 
 
 def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | None,
@@ -248,6 +261,10 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
         if not math.isfinite(p.factor):
             return evidence, f"no number of {side} draws can decide it ({'; '.join(p.reasons)})", draws
         want = math.ceil(draws[side] * p.factor)
+        if side == "pymc" and p.factor > DIVERGING_GROWTH and _diverged(fit):
+            evidence["diverging_growth"] = {"projected": want,
+                                            "asked": math.ceil(draws[side] * DIVERGING_GROWTH)}
+            want = evidence["diverging_growth"]["asked"]
         cap = MAX_DRAWS[side]
         if want > cap:
             if draws[side] >= cap or want > CAP_STRETCH * cap:

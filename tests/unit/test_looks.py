@@ -300,3 +300,40 @@ def test_a_fixed_side_that_nearly_fills_the_allowance_makes_both_grow():
     assert math.isclose(p_cand.factor, max(d_cand / (allowed ** 2 / 2), r_cand / (allowed_r ** 2 / 2)), rel_tol=1e-9)
     assert math.isclose(p_base.factor, max(d_base / (allowed ** 2 / 2), r_base / (allowed_r ** 2 / 2)), rel_tol=1e-9)
     assert p_cand.factor < 4 * 100 and p_base.factor < 3  # within CAP_STRETCH of the cap
+
+
+def _plan_pymc_growth(monkeypatch, factor: float, attempts: list[dict]):
+    """_plan_look with the PyMC projection forced to ``factor`` and the PyMC fit's
+    attempts as given (1,000 draws per chain)."""
+    from workers import pipeline
+    from workers.fit import Fit
+
+    rng = np.random.default_rng(9)
+    lazy = Fit("lazyppl", {"x": rng.standard_normal((4, 200))}, timings={"total": 1.0})
+    pymc = Fit("pymc", {"x": rng.standard_normal((4, 200))}, timings={"total": 1.0},
+               stats={"attempts": attempts})
+    main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
+    monkeypatch.setattr(looks, "project", lambda result, rule, grow: (
+        looks.Projection(1.0, ()), looks.Projection(factor, ("x: forced",))))
+    monkeypatch.setattr(compare, "sides_needing_draws", lambda result, rule: (False, True))
+    return pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE,
+                               {"pymc": 1000, "lazyppl": 1000}, 900.0)
+
+
+def test_a_pymc_fit_that_needed_a_divergence_retry_grows_at_most_fourfold(monkeypatch):
+    """catches: eight_schools_centered (corpus, 2026-12-02) projecting many times its PyMC
+    draws after a look whose first attempt diverged; the longer fit diverged again and the
+    scope spent 323 s to end where a bounded look ends."""
+    from workers.pipeline import DIVERGING_GROWTH
+
+    retried = [{"target_accept": 0.9, "number": 0, "divergences": 3},
+               {"target_accept": 0.99, "number": 1, "divergences": 0}]
+    evidence, stop, nxt = _plan_pymc_growth(monkeypatch, 9.3, retried)
+    assert stop is None and nxt["pymc"] == 1000 * DIVERGING_GROWTH and nxt["lazyppl"] == 1000
+    assert evidence["diverging_growth"] == {"projected": 9300, "asked": 4000}
+    # within the bound, or without divergent attempts, the projection is asked as it is
+    evidence, _, nxt = _plan_pymc_growth(monkeypatch, 3.0, retried)
+    assert nxt["pymc"] == 3000 and "diverging_growth" not in evidence
+    clean = [{"target_accept": 0.9, "number": 0, "divergences": 0}]
+    evidence, _, nxt = _plan_pymc_growth(monkeypatch, 9.3, clean)
+    assert nxt["pymc"] == 9300 and "diverging_growth" not in evidence
