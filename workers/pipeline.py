@@ -205,8 +205,9 @@ CAP_STRETCH = 4.0
 #: A PyMC fit that needed a divergence retry (an attempt with divergent transitions) grows
 #: by at most this factor per look: a longer run of the same sampler meets the funnel's
 #: neck more often, so a larger projection mostly buys a look that fails on divergences
-#: (eight_schools_centered spent 323 s so; it cannot pass PyMC's own gates). Not
-#: calibrated: it bounds cost, and a bounded look only re-projects at the next look.
+#: (eight_schools_centered spent 323 s so, now 134 s; it cannot pass PyMC's own gates).
+#: A bounded look only re-projects at the next look; calibration (hier6 pairs, 40 seeds
+#: each, reports/calibration.json) unchanged at 40/40 agree.
 DIVERGING_GROWTH = 4.0
 
 
