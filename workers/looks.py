@@ -39,7 +39,8 @@ Two questions, asked after a look that ended ``inconclusive``:
   side's SD (an agreeing pair's SDs are equal; a poorly mixed fit's own SD is off).
 
 The draw cap per look, asking for the cap when a projection exceeds it by little, and at
-most 4× growth for a PyMC fit that needed a divergence retry, are the pipeline's (``workers.pipeline._plan_look``).
+most 4× growth for a PyMC fit that needed a divergence retry, are the pipeline's
+(``workers.pipeline._plan_look``).
 
 Units: factors multiply the draws per chain; ESS and MCSE are ArviZ's (SPEC §4).
 """

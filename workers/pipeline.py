@@ -224,8 +224,9 @@ def _fit_seconds(fit: Fit) -> float:
 def _diverged(fit: Fit) -> bool:
     """Whether any attempt of this PyMC fit (its divergence retries included) diverged."""
     attempts = fit.stats.get("attempts") or []
-    return fit.divergences > 0 or any(int(a.get("divergences") or 0) > 0
-                                      for a in attempts if isinstance(a, dict))
+    counts = [a.get("divergences") for a in attempts if isinstance(a, dict)]
+    # the counts come from the child's output: anything but a number counts as none
+    return fit.divergences > 0 or any(isinstance(c, (int, float)) and c > 0 for c in counts)
 
 
 def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | None,
