@@ -275,7 +275,8 @@ def per_chain(posterior: str, seed: int | None) -> dict:
         rows = {n: {"chain_means": [float(m) for m in fit.draws[n].mean(axis=1)],
                     "rhat": float(az.rhat(fit.draws[n])),
                     "ess_bulk": float(az.ess(fit.draws[n], method="bulk"))} for n in names}
-        tuning = [{k: v for k, v in c["tuning"].items() if k.startswith(("laplace", "multistart", "transport", "weight", "slice", "acceptance"))}
+        shown = ("laplace", "multistart", "transport", "weight", "slice", "acceptance")
+        tuning = [{k: v for k, v in c["tuning"].items() if k.startswith(shown)}
                   for c in fit.stats["chains"]]
         print(f"\n## {posterior}, {scope} scope, seed {run_seed}: CPU {fit.stats['cpu_seconds']:.1f} s, "
               f"load average {os.getloadavg()[0]:.1f}")

@@ -264,9 +264,9 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
             return evidence, f"no number of {side} draws can decide it ({'; '.join(p.reasons)})", draws
         want = math.ceil(draws[side] * p.factor)
         if side == "pymc" and p.factor > DIVERGING_GROWTH and _diverged(fit):
-            evidence["diverging_growth"] = {"projected": want,
-                                            "asked": math.ceil(draws[side] * DIVERGING_GROWTH)}
-            want = evidence["diverging_growth"]["asked"]
+            bounded = math.ceil(draws[side] * DIVERGING_GROWTH)
+            evidence["diverging_growth"] = {"projected": want, "asked": bounded}
+            want = bounded
         cap = MAX_DRAWS[side]
         if want > cap:
             if draws[side] >= cap or want > CAP_STRETCH * cap:

@@ -235,21 +235,29 @@ def test_a_failing_fit_is_asked_for_what_the_intervals_need_not_just_the_gates()
 
 # ------------------------------------------------- the draw cap (workers.pipeline._plan_look)
 
-def plan_with(monkeypatch, factor: float, draws: int, seconds_left: float = 900.0, fit_seconds: float = 1.0):
-    """_plan_look on converged iid fits, with the LazyPPL projection forced to ``factor``
-    (a LazyPPL fit of ``draws`` per chain that took ``fit_seconds``)."""
+def plan_with(monkeypatch, factor: float, draws: int, seconds_left: float = 900.0, fit_seconds: float = 1.0,
+              side: str = "lazyppl", pymc_attempts: list[dict] | None = None):
+    """_plan_look on converged iid fits, with the projection of ``side`` forced to
+    ``factor`` (its fit of ``draws`` per chain took ``fit_seconds``; the other side has
+    1,000 draws, is not grown and took 1 s). ``pymc_attempts``: the PyMC fit's attempts."""
     from workers import pipeline
     from workers.fit import Fit
 
     rng = np.random.default_rng(9)
-    lazy = Fit("lazyppl", {"x": rng.standard_normal((4, 200))}, timings={"total": fit_seconds})
-    pymc = Fit("pymc", {"x": rng.standard_normal((4, 200))}, timings={"total": 1.0})
+    grown = side == "lazyppl"
+    lazy = Fit("lazyppl", {"x": rng.standard_normal((4, 200))},
+               timings={"total": fit_seconds if grown else 1.0})
+    pymc = Fit("pymc", {"x": rng.standard_normal((4, 200))},
+               timings={"total": 1.0 if grown else fit_seconds},
+               stats={"attempts": pymc_attempts} if pymc_attempts is not None else {})
     main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
+    forced, kept = looks.Projection(factor, ("x: forced",)), looks.Projection(1.0, ())
     monkeypatch.setattr(looks, "project", lambda result, rule, grow: (
-        looks.Projection(factor, ("x: forced",)), looks.Projection(1.0, ())))
-    monkeypatch.setattr(compare, "sides_needing_draws", lambda result, rule: (True, False))
+        (forced, kept) if grown else (kept, forced)))
+    monkeypatch.setattr(compare, "sides_needing_draws", lambda result, rule: (grown, not grown))
     return pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE,
-                               {"pymc": 1000, "lazyppl": draws}, seconds_left)
+                               {"pymc": 1000 if grown else draws, "lazyppl": draws if grown else 1000},
+                               seconds_left)
 
 
 def test_a_projection_a_little_over_the_cap_asks_for_the_cap(monkeypatch):
@@ -302,24 +310,6 @@ def test_a_fixed_side_that_nearly_fills_the_allowance_makes_both_grow():
     assert p_cand.factor < 4 * 100 and p_base.factor < 3  # within CAP_STRETCH of the cap
 
 
-def _plan_pymc_growth(monkeypatch, factor: float, attempts: list[dict]):
-    """_plan_look with the PyMC projection forced to ``factor`` and the PyMC fit's
-    attempts as given (1,000 draws per chain)."""
-    from workers import pipeline
-    from workers.fit import Fit
-
-    rng = np.random.default_rng(9)
-    lazy = Fit("lazyppl", {"x": rng.standard_normal((4, 200))}, timings={"total": 1.0})
-    pymc = Fit("pymc", {"x": rng.standard_normal((4, 200))}, timings={"total": 1.0},
-               stats={"attempts": attempts})
-    main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
-    monkeypatch.setattr(looks, "project", lambda result, rule, grow: (
-        looks.Projection(1.0, ()), looks.Projection(factor, ("x: forced",))))
-    monkeypatch.setattr(compare, "sides_needing_draws", lambda result, rule: (False, True))
-    return pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE,
-                               {"pymc": 1000, "lazyppl": 1000}, 900.0)
-
-
 def test_a_pymc_fit_that_needed_a_divergence_retry_grows_at_most_fourfold(monkeypatch):
     """catches: eight_schools_centered (corpus, 2026-12-02) projecting many times its PyMC
     draws after a look whose first attempt diverged; the longer fit diverged again and the
@@ -328,12 +318,12 @@ def test_a_pymc_fit_that_needed_a_divergence_retry_grows_at_most_fourfold(monkey
 
     retried = [{"target_accept": 0.9, "number": 0, "divergences": 3},
                {"target_accept": 0.99, "number": 1, "divergences": 0}]
-    evidence, stop, nxt = _plan_pymc_growth(monkeypatch, 9.3, retried)
+    evidence, stop, nxt = plan_with(monkeypatch, 9.3, 1000, side="pymc", pymc_attempts=retried)
     assert stop is None and nxt["pymc"] == 1000 * DIVERGING_GROWTH and nxt["lazyppl"] == 1000
     assert evidence["diverging_growth"] == {"projected": 9300, "asked": 4000}
     # within the bound, or without divergent attempts, the projection is asked as it is
-    evidence, _, nxt = _plan_pymc_growth(monkeypatch, 3.0, retried)
+    evidence, _, nxt = plan_with(monkeypatch, 3.0, 1000, side="pymc", pymc_attempts=retried)
     assert nxt["pymc"] == 3000 and "diverging_growth" not in evidence
     clean = [{"target_accept": 0.9, "number": 0, "divergences": 0}]
-    evidence, _, nxt = _plan_pymc_growth(monkeypatch, 9.3, clean)
+    evidence, _, nxt = plan_with(monkeypatch, 9.3, 1000, side="pymc", pymc_attempts=clean)
     assert nxt["pymc"] == 9300 and "diverging_growth" not in evidence
