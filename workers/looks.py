@@ -38,9 +38,10 @@ Two questions, asked after a look that ended ``inconclusive``:
   inconclusive hier6 seeds). A failing fit's MCSE of the mean is taken at the other
   side's SD (an agreeing pair's SDs are equal; a poorly mixed fit's own SD is off).
 
-The draw cap per look, asking for the cap when a projection exceeds it by little, and at
-most 4× growth for a PyMC fit that needed a divergence retry, are the pipeline's
-(``workers.pipeline._plan_look``).
+The draw cap per look, asking for the cap when a projection exceeds it by little, at
+most 4× growth for a PyMC fit that needed a divergence retry, and the last look a budget
+pays for when the planned one is over it but the minimal projection (``minimal=True``:
+no margins) fits, are the pipeline's (``workers.pipeline._plan_look``).
 
 Units: factors multiply the draws per chain; ESS and MCSE are ArviZ's (SPEC §4).
 """
@@ -135,11 +136,12 @@ class Projection:
                 "reasons": list(self.reasons)}
 
 
-def _gate_factor(s: compare.Summary, rule: compare.Rule) -> list[tuple[float, str]]:
+def _gate_factor(s: compare.Summary, rule: compare.Rule,
+                 margin: float = MARGIN) -> list[tuple[float, str]]:
     out = []
     for label, ess, need in (("bulk ESS", s.ess_bulk, rule.ess_bulk_min),
                              ("tail ESS", s.ess_tail, rule.ess_tail_min)):
-        target = MARGIN * need
+        target = margin * need
         if not (math.isfinite(ess) and ess > 0):
             out.append((math.inf, f"{label} not estimable"))
         elif ess < target:
@@ -147,8 +149,8 @@ def _gate_factor(s: compare.Summary, rule: compare.Rule) -> list[tuple[float, st
     if not math.isfinite(s.rhat):
         out.append((math.inf, "R-hat not estimable"))
     elif s.rhat > rule.rhat_max:
-        out.append((MARGIN * (s.rhat - 1) / (rule.rhat_max - 1),
-                    f"R-hat {s.rhat:.3f} -> {1 + (rule.rhat_max - 1) / MARGIN:.4f}"))
+        out.append((margin * (s.rhat - 1) / (rule.rhat_max - 1),
+                    f"R-hat {s.rhat:.3f} -> {1 + (rule.rhat_max - 1) / margin:.4f}"))
     return out
 
 
@@ -185,11 +187,17 @@ def _cheapest(plans: list[tuple[float, str]]) -> tuple[float, str]:
 
 
 def project(result: compare.ScopeComparison, rule: compare.Rule,
-            grow: tuple[bool, bool]) -> tuple[Projection, Projection]:
+            grow: tuple[bool, bool], minimal: bool = False) -> tuple[Projection, Projection]:
     """(candidate, baseline) projections for the sides ``grow`` marks (the other gets
     factor 1, unless its own error alone keeps an interval undecided: then both grow).
     Gates come from each side's own summaries; intervals from the undecided comparisons
-    (``compare.interval_states`` says which end is open)."""
+    (``compare.interval_states`` says which end is open).
+
+    ``minimal``: the fewest draws with which the scope could decide at all, without the
+    margins (:data:`MARGIN` 1, :data:`FAVOURABLE_SHARE` 1: the gates just met, an
+    interval just narrow enough if the new estimate lands exactly at the favourable
+    point or where it is now)."""
+    margin, share = (1.0, 1.0) if minimal else (MARGIN, FAVOURABLE_SHARE)
     needs: tuple[list, list] = ([], [])
     both = grow[0] and grow[1]
     for side in (0, 1):
@@ -197,7 +205,7 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             continue
         for c in result.comparisons:
             s = c.candidate if side == 0 else c.baseline
-            needs[side].extend((f, f"{c.parameter}: {why}") for f, why in _gate_factor(s, rule))
+            needs[side].extend((f, f"{c.parameter}: {why}") for f, why in _gate_factor(s, rule, margin))
     # A fit that failed its gates has unreliable d and r (the calibration study found r = 1.44
     # at bulk ESS 65 on a correct pair, which projected 139x the draws, over the cap, and
     # stopped the audit at its first look): until both pass, the intervals are planned at
@@ -221,9 +229,9 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
         if (d_state == "open" or (not trusted and d_state != "in")) and b.sd > 0:
             # half-widths in units of the baseline SD
             fav = 0.0 if not trusted else _clip(0.0, *c.d_interval)
-            plans = [("favourable", fav, FAVOURABLE_SHARE * (rule.delta - abs(fav)))]
+            plans = [("favourable", fav, share * (rule.delta - abs(fav)))]
             if trusted:
-                plans.append(("estimate", c.d, abs(rule.delta - abs(c.d)) / MARGIN))
+                plans.append(("estimate", c.d, abs(rule.delta - abs(c.d)) / margin))
             terms = (a.mcse_mean, b.mcse_mean)
             width = rule.k * math.hypot(*terms) / b.sd
             if not trusted and a.sd > 0:
@@ -242,10 +250,10 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             log_r = math.log(c.r)
             log_ends = tuple(math.log(x) if x > 0 else -math.inf for x in c.r_interval)
             fav = 0.0 if not trusted else _clip(0.0, *log_ends)
-            plans = [("favourable", fav, FAVOURABLE_SHARE * min(fav - log_lo, log_hi - fav))]
+            plans = [("favourable", fav, share * min(fav - log_lo, log_hi - fav))]
             if trusted:
                 plans.append(("estimate", log_r,
-                              min(abs(log_r - log_lo), abs(log_r - log_hi)) / MARGIN))
+                              min(abs(log_r - log_lo), abs(log_r - log_hi)) / margin))
             terms = (a.mcse_sd / a.sd, b.mcse_sd / b.sd)
             for side in (0, 1):
                 if grow[side]:
@@ -268,5 +276,5 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     if not both and any(g and not math.isfinite(p.factor) for g, p in zip(grow, result_pair)):
         # the side that is not growing already has more error than an undecided interval
         # allows: both must grow (if that is infinite too, d or r sits on a boundary)
-        return project(result, rule, (True, True))
+        return project(result, rule, (True, True), minimal)
     return result_pair

@@ -209,6 +209,9 @@ CAP_STRETCH = 4.0
 #: A bounded look only re-projects at the next look; calibration (hier6 pairs, 40 seeds
 #: each, reports/calibration.json) unchanged at 40/40 agree.
 DIVERGING_GROWTH = 4.0
+#: A look bounded by the budget (``_plan_look``) plans its fits to take at most this share
+#: of the wall time left: fit times vary between runs of the same size.
+BUDGET_USE = 0.8
 
 
 def _fit_seconds(fit: Fit) -> float:
@@ -244,24 +247,75 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
             return evidence, (f"the {side} chains sit in separate modes ({d.parameter}: chain means "
                               f"{d.separation:.0f} within-chain MCSEs apart, every chain with bulk ESS "
                               f">= {d.min_chain_ess:.0f}); more draws would not join them"), draws
-    grow_lazy, grow_pymc = compare.sides_needing_draws(main, rule)
-    p_lazy, p_pymc = looks.project(main, rule, (grow_lazy, grow_pymc))
-    grow_lazy, grow_pymc = grow_lazy or p_lazy.factor > 1, grow_pymc or p_pymc.factor > 1
+    needing = compare.sides_needing_draws(main, rule)
+
+    def projections(minimal: bool) -> tuple[looks.Projection, looks.Projection]:
+        p_lazy, p_pymc = looks.project(main, rule, needing, minimal)
+        if vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE:
+            p_ref, _ = looks.project(vs_ref, rule, (True, False), minimal)
+            if p_ref.factor > p_pymc.factor:
+                p_pymc = p_ref
+        return p_lazy, p_pymc
+
+    p_lazy, p_pymc = projections(False)
+    grow_lazy, grow_pymc = needing[0] or p_lazy.factor > 1, needing[1] or p_pymc.factor > 1
     if vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE:
-        p_ref, _ = looks.project(vs_ref, rule, (True, False))
-        if p_ref.factor > p_pymc.factor:
-            p_pymc = p_ref
         grow_pymc = True
-    plan = {"lazyppl": (grow_lazy, p_lazy, lazy), "pymc": (grow_pymc, p_pymc, pymc)}
-    evidence["projection"] = {side: p.to_dict() for side, (g, p, _) in plan.items() if g}
+    fits = {"lazyppl": lazy, "pymc": pymc}
+    growing = [side for side, g in (("lazyppl", grow_lazy), ("pymc", grow_pymc)) if g]
+    plan = {"lazyppl": p_lazy, "pymc": p_pymc}
+    evidence["projection"] = {side: plan[side].to_dict() for side in growing}
+    asked = _asked_draws(plan, growing, fits, draws, evidence)
+    if isinstance(asked, str):
+        return evidence, asked, draws
+    nxt, cost = asked
+    evidence["next_draws"] = nxt
+    evidence["projected_seconds"] = round(cost, 1)
+    if cost <= seconds_left:
+        return evidence, None, nxt
+    # The planned look (aimed past every boundary with margins) is over the budget. If the
+    # fewest draws that could decide at all fit in what is left, the last look takes as
+    # many of the planned draws as the budget pays for; otherwise more draws cannot
+    # decide within the budget and the scope stops.
+    minimal = dict(zip(("lazyppl", "pymc"), projections(True)))
+    least = _asked_draws(minimal, growing, fits, draws, {})
+    bound: dict = {"planned_seconds": round(cost, 1),
+                   "minimal": {side: minimal[side].to_dict() for side in growing}}
+    evidence["budget_bound"] = bound
+    if not isinstance(least, str):
+        least_draws, least_cost = least
+        bound["minimal_draws"], bound["minimal_seconds"] = least_draws, round(least_cost, 1)
+        if least_cost <= seconds_left:
+            paid = dict(draws)
+            for side in growing:
+                per_draw = _fit_seconds(fits[side]) / draws[side]
+                affordable = (math.floor(BUDGET_USE * seconds_left / per_draw) if per_draw > 0
+                              else nxt[side])
+                paid[side] = max(least_draws[side], min(nxt[side], affordable))
+            cost = max(_fit_seconds(fits[side]) * paid[side] / draws[side] for side in growing)
+            bound["asked"] = paid
+            evidence["next_draws"] = paid
+            evidence["projected_seconds"] = round(cost, 1)
+            return evidence, None, paid
+    return evidence, (f"budget spent: deciding needs about {cost:.0f} s more of fitting, "
+                      f"more than the {max(0.0, seconds_left):.0f} s left of wall_seconds"
+                      + ("" if isinstance(least, str) else
+                         f" (even the fewest draws that could decide need {least[1]:.0f} s)")), draws
+
+
+def _asked_draws(plan: dict[str, looks.Projection], growing: list[str], fits: dict[str, Fit],
+                 draws: dict[str, int], evidence: dict) -> tuple[dict[str, int], float] | str:
+    """The draws per chain a look asks for on the growing sides under projections
+    ``plan`` and the projected seconds of its fits, or why no look can decide: a side
+    that no number of draws decides, or a projection far over the cap. Records the
+    diverging-growth bound and capped projections in ``evidence``."""
     nxt = dict(draws)
     cost = 0.0
     capped: dict[str, int] = {}
-    for side, (g, p, fit) in plan.items():
-        if not g:
-            continue
+    for side in growing:
+        p, fit = plan[side], fits[side]
         if not math.isfinite(p.factor):
-            return evidence, f"no number of {side} draws can decide it ({'; '.join(p.reasons)})", draws
+            return f"no number of {side} draws can decide it ({'; '.join(p.reasons)})"
         want = math.ceil(draws[side] * p.factor)
         if side == "pymc" and p.factor > DIVERGING_GROWTH and _diverged(fit):
             bounded = math.ceil(draws[side] * DIVERGING_GROWTH)
@@ -270,9 +324,9 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
         cap = MAX_DRAWS[side]
         if want > cap:
             if draws[side] >= cap or want > CAP_STRETCH * cap:
-                return evidence, (f"deciding needs {want} {side} draws per chain, above the "
-                                  f"{cap} a look may ask for"
-                                  + (" (this look had them)" if draws[side] >= cap else "")), draws
+                return (f"deciding needs {want} {side} draws per chain, above the "
+                        f"{cap} a look may ask for"
+                        + (" (this look had them)" if draws[side] >= cap else ""))
             capped[side] = want
             want = cap
         nxt[side] = want
@@ -280,12 +334,7 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     if capped:
         # projected above the cap but within CAP_STRETCH of it: a look at the cap may decide
         evidence["capped"] = capped
-    evidence["next_draws"] = nxt
-    evidence["projected_seconds"] = round(cost, 1)
-    if cost > seconds_left:
-        return evidence, (f"budget spent: deciding needs about {cost:.0f} s more of fitting, "
-                          f"more than the {max(0.0, seconds_left):.0f} s left of wall_seconds"), draws
-    return evidence, None, nxt
+    return nxt, cost
 
 
 def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, seed: int,

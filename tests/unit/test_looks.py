@@ -236,10 +236,12 @@ def test_a_failing_fit_is_asked_for_what_the_intervals_need_not_just_the_gates()
 # ------------------------------------------------- the draw cap (workers.pipeline._plan_look)
 
 def plan_with(monkeypatch, factor: float, draws: int, seconds_left: float = 900.0, fit_seconds: float = 1.0,
-              side: str = "lazyppl", pymc_attempts: list[dict] | None = None):
+              side: str = "lazyppl", pymc_attempts: list[dict] | None = None,
+              minimal_factor: float | None = None):
     """_plan_look on converged iid fits, with the projection of ``side`` forced to
     ``factor`` (its fit of ``draws`` per chain took ``fit_seconds``; the other side has
-    1,000 draws, is not grown and took 1 s). ``pymc_attempts``: the PyMC fit's attempts."""
+    1,000 draws, is not grown and took 1 s). ``pymc_attempts``: the PyMC fit's attempts;
+    ``minimal_factor``: the minimal projection's factor (default ``factor``)."""
     from workers import pipeline
     from workers.fit import Fit
 
@@ -252,8 +254,13 @@ def plan_with(monkeypatch, factor: float, draws: int, seconds_left: float = 900.
                stats={"attempts": pymc_attempts} if pymc_attempts is not None else {})
     main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
     forced, kept = looks.Projection(factor, ("x: forced",)), looks.Projection(1.0, ())
-    monkeypatch.setattr(looks, "project", lambda result, rule, grow: (
-        (forced, kept) if grown else (kept, forced)))
+    least = looks.Projection(factor if minimal_factor is None else minimal_factor, ("x: least",))
+
+    def project(result, rule, grow, minimal=False):
+        p = least if minimal else forced
+        return (p, kept) if grown else (kept, p)
+
+    monkeypatch.setattr(looks, "project", project)
     monkeypatch.setattr(compare, "sides_needing_draws", lambda result, rule: (grown, not grown))
     return pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE,
                                {"pymc": 1000 if grown else draws, "lazyppl": draws if grown else 1000},
@@ -327,3 +334,62 @@ def test_a_pymc_fit_that_needed_a_divergence_retry_grows_at_most_fourfold(monkey
     clean = [{"target_accept": 0.9, "number": 0, "divergences": 0}]
     evidence, _, nxt = plan_with(monkeypatch, 9.3, 1000, side="pymc", pymc_attempts=clean)
     assert nxt["pymc"] == 9300 and "diverging_growth" not in evidence
+
+
+def test_an_over_budget_look_whose_least_draws_fit_takes_what_the_budget_pays(monkeypatch):
+    """catches: a scope stopped for the budget although the fewest draws that could decide
+    (no margins) fit in the time left: the planned look (margins, half the band) is a
+    plan, not the least that could decide, and the budget was left unspent."""
+    from workers.pipeline import BUDGET_USE
+
+    # planned 40x a 10 s fit = 400 s; 300 s left; the least that could decide is 10x (100 s)
+    evidence, stop, nxt = plan_with(monkeypatch, 40.0, 1000, seconds_left=300.0, fit_seconds=10.0,
+                                    minimal_factor=10.0)
+    assert stop is None
+    assert nxt["lazyppl"] == math.floor(BUDGET_USE * 300.0 / (10.0 / 1000)) and nxt["pymc"] == 1000
+    bound = evidence["budget_bound"]
+    assert bound["planned_seconds"] == 400.0 and bound["minimal_seconds"] == 100.0
+    assert bound["minimal_draws"]["lazyppl"] == 10_000 and bound["asked"] == nxt
+    assert evidence["projected_seconds"] == round(nxt["lazyppl"] * 10.0 / 1000, 1) <= 300.0
+    # the least is asked even where BUDGET_USE of the time left would not reach it
+    _, stop, nxt = plan_with(monkeypatch, 40.0, 1000, seconds_left=110.0, fit_seconds=10.0,
+                             minimal_factor=10.0)
+    assert stop is None and nxt["lazyppl"] == 10_000
+    # within the budget, the planned look is asked as it is
+    evidence, _, nxt = plan_with(monkeypatch, 40.0, 1000, seconds_left=500.0, fit_seconds=10.0,
+                                 minimal_factor=10.0)
+    assert nxt["lazyppl"] == 40_000 and "budget_bound" not in evidence
+
+
+def test_an_over_budget_look_stops_when_even_the_least_draws_do_not_fit(monkeypatch):
+    evidence, stop, nxt = plan_with(monkeypatch, 40.0, 1000, seconds_left=90.0, fit_seconds=10.0,
+                                    minimal_factor=10.0)
+    assert stop == ("budget spent: deciding needs about 400 s more of fitting, more than the "
+                    "90 s left of wall_seconds (even the fewest draws that could decide need 100 s)")
+    assert nxt["lazyppl"] == 1000 and evidence["budget_bound"]["minimal_seconds"] == 100.0
+
+
+def test_the_minimal_projection_drops_the_margins():
+    """project(minimal=True): gates just met (no MARGIN) and intervals aimed at the whole
+    distance to the boundary (no MARGIN at the estimate, share 1 instead of
+    FAVOURABLE_SHARE at the favourable point); draws scale as 1/half-width²."""
+    # an ESS gate (bulk 200 of 400): planned at MARGIN x 400, minimal at 400
+    cand = compare.Summary(0.0, 1.0, 0.05, 0.04, 200, 500, 1.0, 4, 1000, 0.5)
+    base = compare.Summary(0.0, 1.0, 0.001, 0.001, 4000, 4000, 1.0, 4, 1000, 0.5)
+    c = compare.compare_summaries("x", cand, base, RULE)
+    gates = tuple(compare.gate_failures({"x": cand}, 0, RULE))
+    gated = compare.ScopeComparison(compare.INCONCLUSIVE, "", gates, (), (c,))
+    planned, _ = looks.project(gated, RULE, (True, False))
+    least, _ = looks.project(gated, RULE, (True, False), minimal=True)
+    assert least.factor < planned.factor and least.factor >= 2.0  # 400 / 200 at least
+    # an open D interval of trusted fits at d = 0: planned at the estimate, half-width
+    # delta / MARGIN; minimal, half-width delta
+    cand = compare.Summary(0.0, 1.0, 0.06, 0.02, 4000, 4000, 1.0, 4, 1000, 0.5)
+    base = compare.Summary(0.0, 1.0, 0.001, 0.001, 40000, 40000, 1.0, 4, 1000, 0.5)
+    c = compare.compare_summaries("x", cand, base, RULE)
+    open_d = compare.ScopeComparison(compare.INCONCLUSIVE, "", (), (), (c,))
+    planned, _ = looks.project(open_d, RULE, (True, False))
+    least, _ = looks.project(open_d, RULE, (True, False), minimal=True)
+    # (not exactly MARGIN²: the baseline's fixed error takes its share of either half-width)
+    assert math.isclose(planned.factor / least.factor, looks.MARGIN ** 2, rel_tol=0.01)
+    assert "favourable" in least.reasons[0] and "estimate" in planned.reasons[0]
