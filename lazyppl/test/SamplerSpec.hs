@@ -252,6 +252,8 @@ spec = do
     broken <- runIO (sampleChains ((transportSettings 47) {ssKernel = BrokenTransportMixture 0.2 0.4}) hierTau)
     it "are built on two hyper sites (the model has μ and τ)" $
       all (\r -> lookup "transport_hypers" (crTuning r) == Just 2) rs `shouldBe` True
+    it "transport the other sites with a full-matrix S at most grid nodes" $
+      all (\r -> maybe False (>= 17) (lookup "transport_matrix_nodes" (crTuning r))) rs `shouldBe` True
     it "recover τ's posterior (quadrature reference)" $
       agrees (tauMean, tauSd) (map (map snd . crDraws) rs)
     it "recover μ's posterior (quadrature reference)" $

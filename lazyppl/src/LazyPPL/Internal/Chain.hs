@@ -253,7 +253,7 @@ runChain s m c =
           Just cov ->
             let hypers = hyperCandidates maxHyperSites cov
                 now ia = IM.findWithDefault (0 / 0) (tuSites t U.! ia) (csSites st)
-                built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (filter (/= ia) hypers) (now ia) ia
+                built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (now ia) ia
                         | ia <- hypers ]
                 n = sum (map snd built)
                 t' = t { tuTransports = map fst built
@@ -310,6 +310,7 @@ runChain s m c =
                 ++ (if hasTransport
                       then ("transport_hypers", fromIntegral (length (tuHyperSites t)))
                              : ("transport_evaluations", fromIntegral (tuTransportEvaluations t))
+                             : ("transport_matrix_nodes", fromIntegral (sum (map matrixNodes (tuTransports t))))
                              : [("transport_hyper_" ++ show k, fromIntegral ia) | (k, ia) <- zip [1 :: Int ..] (tuHyperSites t)]
                       else [])
                 ++ perKernel

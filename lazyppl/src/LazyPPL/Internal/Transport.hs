@@ -8,44 +8,57 @@
 -- near (y_j − μ)/τ, so a move of τ (or μ) that holds the z's fixed moves
 -- every θ_j off its data and is rejected; (μ, τ, z) move only jointly.
 --
--- The move.  For a hyper site a with the other adapted sites R, let m(x)
--- and s(x) > 0 (vectors over R) be deterministic functions of the hyper
--- coordinate x alone, and write the state as (z_a, w) with
+-- The move.  For a hyper site a with the other adapted sites R (the other
+-- hyper sites included), let m(x) (a vector over R) and S(x) (an r × r
+-- lower-triangular matrix with positive diagonal s(x)) be deterministic
+-- functions of the hyper coordinate x alone, and write the state as
+-- (z_a, w) with
 --
--- > w = (z_R − m(z_a)) / s(z_a)                  (elementwise).
+-- > w = S(z_a)⁻¹ (z_R − m(z_a)).
 --
--- The target in (z_a, w) is π(z_a, m(z_a) + s(z_a) w) · ∏_i s_i(z_a).  One
--- update draws z_a' from its conditional given w by univariate slice
--- sampling ("LazyPPL.Internal.Slice".'sliceOffset') and maps back:
--- z_R' = m(z_a') + s(z_a') w.
+-- The target in (z_a, w) is π(z_a, m(z_a) + S(z_a) w) · det S(z_a), and
+-- det S = ∏_i s_i.  One update draws z_a' from its conditional given w by
+-- univariate slice sampling ("LazyPPL.Internal.Slice".'sliceOffset') and
+-- maps back: z_R' = m(z_a') + S(z_a') w.
 --
 -- Why it is exact.  (z_a, z_R) ↦ (z_a, w) is a fixed bijection (for each x,
--- an affine map of z_R with Jacobian ∏ 1/s_i(x)), so the target in the new
--- coordinates is the density above, and slice sampling leaves the
+-- an affine map of z_R with Jacobian 1 / det S(x)), so the target in the
+-- new coordinates is the density above, and slice sampling leaves the
 -- conditional of z_a given w invariant: the update is a Gibbs step in fixed
--- coordinates.  m and s are frozen at the end of warm-up and depend on
+-- coordinates.  m and S are frozen at the end of warm-up and depend on
 -- nothing the update moves except through z_a, so this holds for any choice
 -- of them; the choice only decides efficiency.  Sites outside a and R keep
 -- their values (unstored ones take them from the update's fresh seed, the
 -- usual Gibbs refresh of unread sites).
 --
--- The choice.  m(x) is the conditional mode of z_R given z_a = x and s(x)
--- the conditional SDs 1/√(−∂²log π/∂z_i²), found at the end of warm-up on a
--- grid of x values by Gauss–Seidel Newton sweeps (one coordinate at a time,
--- finite differences, 3 model evaluations per coordinate), started at the
--- frozen warm-up mean and continued from node to node; between nodes m and
--- log s are interpolated linearly, beyond the grid they are constant.  For
--- θ_j = μ + τ z_j with normal data this finds m_j(τ) ≈ (y_j − μ)/τ and
--- s_j(τ) ∝ 1/τ, i.e. the move holds the centred θ_j (nearly) fixed while τ
--- moves: the centred Gibbs update inside a non-centred chain.
+-- The choice.  m(x) is the conditional mode of z_R given z_a = x and S(x)
+-- the lower Cholesky factor of the conditional covariance there, found at
+-- the end of warm-up on a grid of x values: Gauss–Seidel Newton sweeps (one
+-- coordinate at a time, finite differences) started at the frozen warm-up
+-- mean and continued from node to node, then (up to 'maxMatrixSites'
+-- transported sites) the full finite-difference Hessian, its off-diagonal
+-- part shrunk towards the diagonal until positive definite, a few Newton
+-- steps with its inverse, and S = chol(H⁻¹); per-site SDs
+-- 1/√(−∂²log π/∂z_i²) (S diagonal) where no Hessian is positive definite or
+-- R is larger.  Between nodes m, log s and S's strictly lower part are
+-- interpolated linearly (S stays lower triangular with det ∏ s_i), beyond
+-- the grid they are constant.  For θ_j = μ + τ z_j with normal data this
+-- finds m_j(τ) ≈ (y_j − μ)/τ and s_j(τ) ∝ 1/τ, i.e. the move holds the
+-- centred θ_j (nearly) fixed while τ moves: the centred Gibbs update inside
+-- a non-centred chain; the full matrix also follows the other hyper sites
+-- and correlated latent sites (a GP's whitened values given its length
+-- scale: gp_pois_regr's rho went from bulk ESS 6–14 to 61–102 per 4 × 1,000
+-- draws, docs/experiments/README.md).
 module LazyPPL.Internal.Transport
   ( Transport (..)
   , buildTransport
   , transportStep
   , hyperCandidates
+  , matrixNodes
   ) where
 
 import Data.List (sortBy)
+import Data.Maybe (isJust)
 import Data.Ord (comparing, Down (..))
 import qualified Data.IntMap.Strict as IM
 import qualified Data.Vector.Unboxed as U
@@ -53,7 +66,8 @@ import Data.Word (Word64)
 
 import LazyPPL.Internal.Core
 import LazyPPL.Internal.Kernels (ChainState (..), normals)
-import LazyPPL.Internal.Linear (Matrix (..), entry, invertSpd)
+import LazyPPL.Internal.Linear
+  (Matrix (..), cholesky, diagonal, entry, fromFunction, invertSpd, lowerTimes, matVec, solveLower)
 import LazyPPL.Internal.Random
 import LazyPPL.Internal.Slice (sliceOffset)
 
@@ -69,13 +83,27 @@ data Transport = Transport
     -- ^ m at the nodes, row-major (node, site of R)
   , trLogScales :: !(U.Vector Double)
     -- ^ log s at the nodes, same layout
+  , trLower :: !(U.Vector Double)
+    -- ^ the strictly lower part of S at the nodes, r × r row-major per node
+    -- (zeros on and above the diagonal), or empty: S is diagonal
   , trWidth :: !Double
     -- ^ slice width for z_a
   }
 
+-- | Up to this many transported sites, S(x) is the full lower Cholesky
+-- factor of the conditional covariance (the inverse of the finite-difference
+-- Hessian, about 2r² evaluations per node); above it, per-site SDs only.
+maxMatrixSites :: Int
+maxMatrixSites = 24
+
+-- | Newton steps towards the conditional mode at each node (one Hessian,
+-- a fresh gradient per step).
+newtonSteps :: Int
+newtonSteps = 6
+
 -- | Grid nodes on each side of the centre (the grid has 2k + 1 nodes).
 transportNodes :: Int
-transportNodes = 4
+transportNodes = 8
 
 -- | Hyper-site candidates from a covariance estimate over the adapted
 -- sites: the sites whose conditionals most other sites depend on, scored by
@@ -96,9 +124,10 @@ hyperCandidates k cov = case invertSpd cov of
         ranked = sortBy (comparing (Down . snd)) [(i, fanOut i) | i <- [0 .. d - 1]]
     in if d < 3 then [] else take k [i | (i, sc) <- ranked, sc >= 0.5, not (isNaN sc)]
 
--- | Build the transport of site index @ia@ of @addrs@ around the frozen
--- mean @mean@ with the hyper site's SD @sd@: @logPost@ is the log posterior
--- density of a full vector over @addrs@ (other sites fixed by a seed).
+-- | Build the transport of site index @ia@ of @addrs@ (all other sites of
+-- @addrs@ are transported) around the frozen mean @mean@ with the sites'
+-- SDs @sds@: @logPost@ is the log posterior density of a full vector over
+-- @addrs@ (other sites fixed by a seed).
 -- Returns the transport and the model evaluations used.
 --
 -- The grid is centred between the warm-up mean and the hyper site's value
@@ -107,11 +136,11 @@ hyperCandidates k cov = case invertSpd cov of
 -- (hier100: z_τ's window mean −0.2, the chain near −0.75), and beyond the
 -- grid the transport is constant, i.e. no help.
 buildTransport
-  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double -> [Int] -> Double -> Int
+  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double -> Double -> Int
   -> (Transport, Int)
-buildTransport logPost addrs mean sds fixed now ia =
+buildTransport logPost addrs mean sds now ia =
   let d = U.length addrs
-      others = U.fromList [j | j <- [0 .. d - 1], j /= ia, j `notElem` fixed]
+      others = U.fromList [j | j <- [0 .. d - 1], j /= ia]
       r = U.length others
       centre = if isNaN now || isInfinite now then mean U.! ia else 0.5 * (mean U.! ia + now)
       h = max 0.05 (min 2 (max (1.5 * sds U.! ia) (abs (now - mean U.! ia) / fromIntegral transportNodes)))
@@ -144,70 +173,126 @@ buildTransport logPost addrs mean sds fixed now ia =
                        then go (k + 1) zr' f' (log sdj : acc) n'
                        else go (k + 1) zr f (log sdj : acc) n'
         in let (zr, ls, n) = go 0 zr0 f0 [] 1 in (zr, ls, n)
+      -- the full conditional curvature of z_R at hyper value x: one Newton
+      -- step from the sweep's point (kept if it raises the density) and S =
+      -- the lower Cholesky factor of the inverse finite-difference Hessian;
+      -- the sweep's diagonal where the Hessian is not positive definite
+      refine x zr ls
+        | r > maxMatrixSites = (zr, ls, U.empty, 0)
+        | otherwise =
+            let (hess0, grad, f0, nh) = curvature x zr
+                diagonalOnly = (zr, ls, U.replicate (r * r) 0, nh)
+                -- off-diagonal curvature shrunk towards the diagonal until
+                -- positive definite (away from the centre the conditional
+                -- is less Gaussian and the raw Hessian often is not)
+                shrunk c (Matrix n e) = Matrix n (U.imap (\q v -> let (i, j) = q `divMod` n in if i == j then v else c * v) e)
+                candidates = [shrunk c hess0 | c <- [1, 0.9, 0.7, 0.5]]
+                hess = case [h' | h' <- candidates, isJust (cholesky h')] of
+                  (h' : _) -> h'
+                  [] -> hess0
+            in case invertSpd hess of
+                 Nothing -> diagonalOnly
+                 Just c -> case cholesky c of
+                   Nothing -> diagonalOnly
+                   Just l ->
+                     let (zn, nn) = newton x c newtonSteps zr f0 grad 0
+                     in (zn, U.map log (diagonal l), strictLower l, nh + nn)
+      -- Newton steps with the node's fixed inverse Hessian c, the gradient
+      -- re-estimated at each new point, while the density rises (halving once)
+      newton x c k z f g n
+        | k <= (0 :: Int) = (z, n)
+        | fFull > f = continueAt (at 1) fFull (n + 1)
+        | fHalf > f = continueAt (at 0.5) fHalf (n + 2)
+        | otherwise = (z, n + 2)
+        where
+          stepv = matVec c g
+          at t = U.zipWith (\zi v -> zi + t * v) z stepv
+          fFull = logPost (full x (at 1))
+          fHalf = logPost (full x (at 0.5))
+          continueAt z' f' n' = newton x c (k - 1) z' f' (gradientAt x z') (n' + 2 * r)
+      gradientAt x z =
+        let e k = eps (others U.! k)
+            bumped k sg = logPost (full x (z U.// [(k, z U.! k + sg * e k)]))
+        in U.generate r (\k -> (bumped k 1 - bumped k (-1)) / (2 * e k))
+      curvature x zr =
+        let fAt z = logPost (full x z)
+            e k = eps (others U.! k)
+            bump ps = zr U.// [(k, zr U.! k + sg * e k) | (k, sg) <- ps]
+            f0 = fAt zr
+            fp = U.generate r (\k -> fAt (bump [(k, 1)]))
+            fm = U.generate r (\k -> fAt (bump [(k, -1)]))
+            grad = U.generate r (\k -> (fp U.! k - fm U.! k) / (2 * e k))
+            diagH k = -(fp U.! k - 2 * f0 + fm U.! k) / (e k * e k)
+            mixed i j =
+              let q a b = fAt (bump [(i, a), (j, b)])
+              in -(q 1 1 - q 1 (-1) - q (-1) 1 + q (-1) (-1)) / (4 * e i * e j)
+            lowerH = U.generate (r * r) (\q -> let (i, j) = q `divMod` r in if j < i then mixed i j else 0)
+            hess = fromFunction r (\i j -> if i == j then diagH i
+                                           else lowerH U.! (max i j * r + min i j))
+        in (hess, grad, f0, 1 + 2 * r + 2 * r * (r - 1))
+      node x z0 =
+        let (z1, l1, ns) = sweep x z0
+            (z2, l2, low, nr) = refine x z1 l1
+        in (z2, l2, low, ns + nr)
       start = U.map (mean U.!) others
       (zc1, _, n1) = sweep (xs U.! transportNodes) start
-      (zc, lc, n2) = sweep (xs U.! transportNodes) zc1
+      (zc, lc, lowc, n2) = node (xs U.! transportNodes) zc1
       walk ks z0 = goW ks z0 [] 0
         where
           goW [] _ acc n = (acc, n)
           goW (k : rest) z acc n =
-            let (z', l', m) = sweep (xs U.! k) z
-            in goW rest z' ((k, (z', l')) : acc) (n + m)
+            let (z', l', low', m) = node (xs U.! k) z
+            in goW rest z' ((k, (z', l', low')) : acc) (n + m)
       (upper, nu) = walk [transportNodes + 1 .. 2 * transportNodes] zc
       (lower, nl) = walk [transportNodes - 1, transportNodes - 2 .. 0] zc
-      table = IM.fromList ((transportNodes, (zc, lc)) : upper ++ lower)
+      table = IM.fromList ((transportNodes, (zc, lc, lowc)) : upper ++ lower)
       rowsOf f = U.concat [f (table IM.! k) | k <- [0 .. 2 * transportNodes]]
       tr =
         Transport
           { trSite = addrs U.! ia
           , trOthers = U.map (addrs U.!) others
           , trNodes = xs
-          , trModes = rowsOf fst
-          , trLogScales = rowsOf snd
+          , trModes = rowsOf (\(m, _, _) -> m)
+          , trLogScales = rowsOf (\(_, l, _) -> l)
+          , trLower = rowsOf (\(_, _, low) -> low)
           , trWidth = 2 * h
           }
   in (tr, n1 + n2 + nu + nl)
 
--- | m(x) and log s(x): linear interpolation between grid nodes, constant
--- beyond the ends.
-interpolate :: Transport -> Double -> (U.Vector Double, U.Vector Double)
+-- | Grid nodes whose S has a non-zero off-diagonal part (the full-matrix
+-- transport; the others fell back to per-site SDs), for the tuning record.
+matrixNodes :: Transport -> Int
+matrixNodes tr
+  | U.null (trLower tr) || r == 0 = 0
+  | otherwise = length [k | k <- [0 .. U.length (trNodes tr) - 1], U.any (/= 0) (U.slice (k * r * r) (r * r) (trLower tr))]
+  where
+    r = U.length (trOthers tr)
+
+-- | The strictly lower part of a lower-triangular matrix, row-major.
+strictLower :: Matrix -> U.Vector Double
+strictLower (Matrix d e) = U.imap (\q v -> let (i, j) = q `divMod` d in if j < i then v else 0) e
+
+-- | m(x), log s(x) (the diagonal of S) and S's strictly lower part:
+-- linear interpolation between grid nodes, constant beyond the ends.
+-- S(x) stays lower triangular with a positive diagonal, so invertible with
+-- determinant ∏ s_i(x) whatever x.
+interpolate :: Transport -> Double -> (U.Vector Double, U.Vector Double, U.Vector Double)
 interpolate tr x =
   let xs = trNodes tr
       k = U.length xs
       r = U.length (trOthers tr)
-      row v i = U.slice (i * r) r v
-      blend i t v = U.zipWith (\p q -> p + t * (q - p)) (row v i) (row v (i + 1))
+      row n v i = U.slice (i * n) n v
+      blend n i t v = U.zipWith (\p q -> p + t * (q - p)) (row n v i) (row n v (i + 1))
+      lowerAt f = if U.null (trLower tr) then U.empty else f (r * r) (trLower tr)
+      pick i = (row r (trModes tr) i, row r (trLogScales tr) i, lowerAt (\n v -> row n v i))
   in if x <= xs U.! 0
-       then (row (trModes tr) 0, row (trLogScales tr) 0)
+       then pick 0
        else if x >= xs U.! (k - 1)
-         then (row (trModes tr) (k - 1), row (trLogScales tr) (k - 1))
+         then pick (k - 1)
          else
            let i = min (k - 2) (length (takeWhile (<= x) (U.toList xs)) - 1)
                t = (x - xs U.! i) / (xs U.! (i + 1) - xs U.! i)
-           in (blend i t (trModes tr), blend i t (trLogScales tr))
-
--- | m and log s for hyper site @tr@ at value x, with the other hyper sites
--- at their current values: tr's own grid plus, for every other hyper site b
--- (all transports share the transported sites R, which exclude every hyper
--- site), the change of b's grid from its centre to b's current value (a
--- first-order, additive combination).  A deterministic function of the
--- hyper coordinates, and of the others only while they are held fixed.
-combined :: [Transport] -> Transport -> (Int -> Double) -> Double -> (U.Vector Double, U.Vector Double)
-combined trs tr current x =
-  let (m, l) = interpolate tr x
-      shifts =
-        [ (U.zipWith (-) mb mc, U.zipWith (-) lb lc)
-        | tb <- trs, trSite tb /= trSite tr, trOthers tb == trOthers tr
-        , let (mb, lb) = interpolate tb (current (trSite tb))
-        , let (mc, lc) = centreOf tb ]
-      add (p, q) (dp, dq) = (U.zipWith (+) p dp, U.zipWith (+) q dq)
-  in foldl add (m, l) shifts
-
--- | The grid row at the centre node.
-centreOf :: Transport -> (U.Vector Double, U.Vector Double)
-centreOf tr =
-  let r = U.length (trOthers tr)
-  in (U.slice (transportNodes * r) r (trModes tr), U.slice (transportNodes * r) r (trLogScales tr))
+           in (blend r i t (trModes tr), blend r i t (trLogScales tr), lowerAt (\n v -> blend n i t v))
 
 -- | One transported update of a hyper site chosen uniformly from the list.
 -- Returns the new state, evaluations, invalid ones and the generator.
@@ -228,12 +313,12 @@ transportStep eval jacobian trs g0 st =
       za = current a
       others = trOthers tr
       zr = U.map current others
-      at = combined trs tr current
-      (m0, l0) = at za
-      w = standardise m0 l0 zr
+      at = interpolate tr
+      (m0, l0, low0) = at za
+      w = standardise m0 l0 low0 zr
       pointAt x =
-        let (m, l) = at x
-        in (unstandardise m l w, if jacobian then U.sum l else 0)
+        let (m, l, low) = at x
+        in (unstandardise m l low w, if jacobian then U.sum l else 0)
       logDensity x =
         let (zr', jac) = pointAt x
             nonFinite = U.any (\v -> isNaN v || isInfinite v) zr' || isNaN x || isInfinite x
@@ -247,7 +332,7 @@ transportStep eval jacobian trs g0 st =
       f0 = csLogWeight st - 0.5 * (za * za + sumSquares zr) + (if jacobian then U.sum l0 else 0)
       (found, n, bad, g3) = sliceOffset (trWidth tr) (\dx -> logDensity (za + dx)) f0 g2
       st1 = maybe st (\ev -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)) found
-      (st2, nb, bb, g4) = blockStep eval trs tr g3 st1
+      (st2, nb, bb, g4) = blockStep eval tr g3 st1
   in (st2, n + nb, bad + bb, g4)
 
 -- | Block steps of the transported sites in w coordinates, with z_a fixed.
@@ -263,9 +348,9 @@ blockSteps = U.fromList [0.1, 0.25, 0.5, 0.8]
 -- aims at: then the many sites a hyper site controls move together instead
 -- of one at a time.
 blockStep
-  :: (Word64 -> Sites -> Evaluation a) -> [Transport] -> Transport -> Gen -> ChainState a
+  :: (Word64 -> Sites -> Evaluation a) -> Transport -> Gen -> ChainState a
   -> (ChainState a, Int, Int, Gen)
-blockStep eval trs tr g0 st =
+blockStep eval tr g0 st =
   let (k64, g1) = nextWord64 g0
       beta = blockSteps U.! fromIntegral (k64 `mod` fromIntegral (U.length blockSteps))
       rho = sqrt (1 - beta * beta)
@@ -276,11 +361,11 @@ blockStep eval trs tr g0 st =
       others = trOthers tr
       r = U.length others
       zr = U.map current others
-      (m, l) = combined trs tr current za
-      w = standardise m l zr
+      (m, l, low) = interpolate tr za
+      w = standardise m l low zr
       (xi, g3) = normals r g2
       w' = U.zipWith (\wi e -> rho * wi + beta * e) w xi
-      zr' = unstandardise m l w'
+      zr' = unstandardise m l low w'
       (u, g4) = nextUniform g3
   in if U.any (\v -> isNaN v || isInfinite v) zr'
        then (st, 0, 0, g4)
@@ -295,10 +380,22 @@ blockStep eval trs tr g0 st =
                 then (ChainState (evSites ev) lw (evValue ev), 1, 0, g4)
                 else (st, 1, 0, g4)
 
--- | w = (z_R − m) / s and its inverse, with s = exp l (elementwise).
-standardise, unstandardise :: U.Vector Double -> U.Vector Double -> U.Vector Double -> U.Vector Double
-standardise m l z = U.zipWith3 (\zi mi li -> (zi - mi) * exp (negate li)) z m l
-unstandardise m l w = U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w
+-- | w = S⁻¹ (z_R − m) and its inverse z_R = m + S w, with S lower
+-- triangular: diagonal exp l, strictly lower part @low@ (r × r row-major;
+-- empty: S is diagonal).
+standardise, unstandardise :: U.Vector Double -> U.Vector Double -> U.Vector Double -> U.Vector Double -> U.Vector Double
+standardise m l low z
+  | U.null low = U.zipWith3 (\zi mi li -> (zi - mi) * exp (negate li)) z m l
+  | otherwise = solveLower (Matrix r (U.imap withDiagonal low)) (U.zipWith (-) z m)
+  where
+    r = U.length m
+    withDiagonal q v = let (i, j) = q `divMod` r in if i == j then exp (l U.! i) else v
+unstandardise m l low w
+  | U.null low = U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w
+  | otherwise = U.zipWith (+) m (lowerTimes (Matrix r (U.imap withDiagonal low)) w)
+  where
+    r = U.length m
+    withDiagonal q v = let (i, j) = q `divMod` r in if i == j then exp (l U.! i) else v
 
 -- | The sites with hyper site @a@ at @za@ and the transported sites at @zr@.
 placed :: Int -> Double -> U.Vector Int -> U.Vector Double -> Sites -> Sites
