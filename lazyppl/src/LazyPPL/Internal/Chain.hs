@@ -253,7 +253,7 @@ runChain s m c =
           Just cov ->
             let hypers = hyperCandidates maxHyperSites cov
                 now ia = IM.findWithDefault (0 / 0) (tuSites t U.! ia) (csSites st)
-                built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (now ia) ia
+                built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (if movesOtherHypers (U.length (tuSites t)) then [] else filter (/= ia) hypers) (now ia) ia
                         | ia <- hypers ]
                 n = sum (map snd built)
                 t' = t { tuTransports = map fst built

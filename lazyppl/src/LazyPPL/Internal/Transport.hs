@@ -9,7 +9,9 @@
 -- every θ_j off its data and is rejected; (μ, τ, z) move only jointly.
 --
 -- The move.  For a hyper site a with the other adapted sites R (the other
--- hyper sites included), let m(x) (a vector over R) and S(x) (an r × r
+-- hyper sites included when there are at most 'maxMatrixSites' of them;
+-- above that R excludes them, S is diagonal and the other hyper sites'
+-- current values shift m and log s additively, see 'combined'), let m(x) (a vector over R) and S(x) (an r × r
 -- lower-triangular matrix with positive diagonal s(x)) be deterministic
 -- functions of the hyper coordinate x alone, and write the state as
 -- (z_a, w) with
@@ -55,6 +57,7 @@ module LazyPPL.Internal.Transport
   , transportStep
   , hyperCandidates
   , matrixNodes
+  , movesOtherHypers
   ) where
 
 import Data.List (sortBy)
@@ -86,6 +89,8 @@ data Transport = Transport
   , trLower :: !(U.Vector Double)
     -- ^ the strictly lower part of S at the nodes, r × r row-major per node
     -- (zeros on and above the diagonal), or empty: S is diagonal
+  , trCentre :: !Int
+    -- ^ index of the centre node (nodes per side)
   , trWidth :: !Double
     -- ^ slice width for z_a
   }
@@ -101,9 +106,23 @@ maxMatrixSites = 24
 newtonSteps :: Int
 newtonSteps = 6
 
--- | Grid nodes on each side of the centre (the grid has 2k + 1 nodes).
-transportNodes :: Int
-transportNodes = 8
+-- | Grid nodes on each side of the centre (the grid has 2k + 1 nodes): more
+-- where S is a full matrix (a wider grid: a slowly mixing warm-up
+-- underestimates the hyper's SD), fewer where it is diagonal (the grid as
+-- it was before the full matrix; hier100's ESS halved with 8 there).
+transportNodes :: Bool -> Int
+transportNodes matrix = if matrix then 8 else 4
+
+-- | Nodes per side for @r@ transported sites.
+nodesPerSide :: Int -> Int
+nodesPerSide r = transportNodes (r <= maxMatrixSites)
+
+-- | Whether the transport of one of @d@ adapted sites moves every other site,
+-- the other hyper sites included (then S is a full matrix), or holds the
+-- other hyper sites fixed (more than 'maxMatrixSites' others: S is
+-- diagonal, and the other hyper sites enter 'combined' additively).
+movesOtherHypers :: Int -> Bool
+movesOtherHypers d = d - 1 <= maxMatrixSites
 
 -- | Hyper-site candidates from a covariance estimate over the adapted
 -- sites: the sites whose conditionals most other sites depend on, scored by
@@ -136,12 +155,13 @@ hyperCandidates k cov = case invertSpd cov of
 -- (hier100: z_τ's window mean −0.2, the chain near −0.75), and beyond the
 -- grid the transport is constant, i.e. no help.
 buildTransport
-  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double -> Double -> Int
+  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double -> [Int] -> Double -> Int
   -> (Transport, Int)
-buildTransport logPost addrs mean sds now ia =
+buildTransport logPost addrs mean sds fixed now ia =
   let d = U.length addrs
-      others = U.fromList [j | j <- [0 .. d - 1], j /= ia]
+      others = U.fromList [j | j <- [0 .. d - 1], j /= ia, j `notElem` fixed]
       r = U.length others
+      transportNodes = nodesPerSide r
       centre = if isNaN now || isInfinite now then mean U.! ia else 0.5 * (mean U.! ia + now)
       h = max 0.05 (min 2 (max (1.5 * sds U.! ia) (abs (now - mean U.! ia) / fromIntegral transportNodes)))
       xs = U.generate (2 * transportNodes + 1) (\k -> centre + h * fromIntegral (k - transportNodes))
@@ -255,6 +275,7 @@ buildTransport logPost addrs mean sds now ia =
           , trModes = rowsOf (\(m, _, _) -> m)
           , trLogScales = rowsOf (\(_, l, _) -> l)
           , trLower = rowsOf (\(_, _, low) -> low)
+          , trCentre = transportNodes
           , trWidth = 2 * h
           }
   in (tr, n1 + n2 + nu + nl)
@@ -294,6 +315,33 @@ interpolate tr x =
                t = (x - xs U.! i) / (xs U.! (i + 1) - xs U.! i)
            in (blend r i t (trModes tr), blend r i t (trLogScales tr), lowerAt (\n v -> blend n i t v))
 
+-- | m, log s and S's strictly lower part for hyper site @tr@ at value x,
+-- with the other hyper sites at their current values: tr's own grid plus,
+-- for every other hyper site b whose transport moves the same sites R (the
+-- diagonal case, where R excludes every hyper site), the change of b's grid
+-- from its centre to b's current value (a first-order, additive
+-- combination).  A deterministic function of the hyper coordinates, and of
+-- the others only while they are held fixed.  S's strictly lower part is
+-- tr's own.
+combined :: [Transport] -> Transport -> (Int -> Double) -> Double -> (U.Vector Double, U.Vector Double, U.Vector Double)
+combined trs tr current x =
+  let (m, l, low) = interpolate tr x
+      shifts =
+        [ (U.zipWith (-) mb mc, U.zipWith (-) lb lc)
+        | tb <- trs, trSite tb /= trSite tr, trOthers tb == trOthers tr
+        , let (mb, lb, _) = interpolate tb (current (trSite tb))
+        , let (mc, lc) = centreOf tb ]
+      add (p, q) (dp, dq) = (U.zipWith (+) p dp, U.zipWith (+) q dq)
+      (m', l') = foldl add (m, l) shifts
+  in (m', l', low)
+
+-- | The grid row at the centre node.
+centreOf :: Transport -> (U.Vector Double, U.Vector Double)
+centreOf tr =
+  let r = U.length (trOthers tr)
+      c = trCentre tr
+  in (U.slice (c * r) r (trModes tr), U.slice (c * r) r (trLogScales tr))
+
 -- | One transported update of a hyper site chosen uniformly from the list.
 -- Returns the new state, evaluations, invalid ones and the generator.
 --
@@ -313,7 +361,7 @@ transportStep eval jacobian trs g0 st =
       za = current a
       others = trOthers tr
       zr = U.map current others
-      at = interpolate tr
+      at = combined trs tr current
       (m0, l0, low0) = at za
       w = standardise m0 l0 low0 zr
       pointAt x =
@@ -332,7 +380,7 @@ transportStep eval jacobian trs g0 st =
       f0 = csLogWeight st - 0.5 * (za * za + sumSquares zr) + (if jacobian then U.sum l0 else 0)
       (found, n, bad, g3) = sliceOffset (trWidth tr) (\dx -> logDensity (za + dx)) f0 g2
       st1 = maybe st (\ev -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)) found
-      (st2, nb, bb, g4) = blockStep eval tr g3 st1
+      (st2, nb, bb, g4) = blockStep eval trs tr g3 st1
   in (st2, n + nb, bad + bb, g4)
 
 -- | Block steps of the transported sites in w coordinates, with z_a fixed.
@@ -348,9 +396,9 @@ blockSteps = U.fromList [0.1, 0.25, 0.5, 0.8]
 -- aims at: then the many sites a hyper site controls move together instead
 -- of one at a time.
 blockStep
-  :: (Word64 -> Sites -> Evaluation a) -> Transport -> Gen -> ChainState a
+  :: (Word64 -> Sites -> Evaluation a) -> [Transport] -> Transport -> Gen -> ChainState a
   -> (ChainState a, Int, Int, Gen)
-blockStep eval tr g0 st =
+blockStep eval trs tr g0 st =
   let (k64, g1) = nextWord64 g0
       beta = blockSteps U.! fromIntegral (k64 `mod` fromIntegral (U.length blockSteps))
       rho = sqrt (1 - beta * beta)
@@ -361,7 +409,7 @@ blockStep eval tr g0 st =
       others = trOthers tr
       r = U.length others
       zr = U.map current others
-      (m, l, low) = interpolate tr za
+      (m, l, low) = combined trs tr current za
       w = standardise m l low zr
       (xi, g3) = normals r g2
       w' = U.zipWith (\wi e -> rho * wi + beta * e) w xi
