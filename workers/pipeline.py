@@ -248,19 +248,20 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
                               f"{d.separation:.0f} within-chain MCSEs apart, every chain with bulk ESS "
                               f">= {d.min_chain_ess:.0f}); more draws would not join them"), draws
     needing = compare.sides_needing_draws(main, rule)
+    # PyMC against the reference undecided: PyMC grows for it too
+    ref_open = vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE
 
     def projections(minimal: bool) -> tuple[looks.Projection, looks.Projection]:
         p_lazy, p_pymc = looks.project(main, rule, needing, minimal)
-        if vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE:
+        if ref_open:
             p_ref, _ = looks.project(vs_ref, rule, (True, False), minimal)
             if p_ref.factor > p_pymc.factor:
                 p_pymc = p_ref
         return p_lazy, p_pymc
 
     p_lazy, p_pymc = projections(False)
-    grow_lazy, grow_pymc = needing[0] or p_lazy.factor > 1, needing[1] or p_pymc.factor > 1
-    if vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE:
-        grow_pymc = True
+    grow_lazy = needing[0] or p_lazy.factor > 1
+    grow_pymc = needing[1] or p_pymc.factor > 1 or ref_open
     fits = {"lazyppl": lazy, "pymc": pymc}
     growing = [side for side, g in (("lazyppl", grow_lazy), ("pymc", grow_pymc)) if g]
     plan = {"lazyppl": p_lazy, "pymc": p_pymc}

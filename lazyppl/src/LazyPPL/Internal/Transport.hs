@@ -106,16 +106,13 @@ maxMatrixSites = 24
 newtonSteps :: Int
 newtonSteps = 6
 
--- | Grid nodes on each side of the centre (the grid has 2k + 1 nodes): more
+-- | Grid nodes on each side of the centre for @r@ transported sites (the
+-- grid has 2k + 1 nodes): more
 -- where S is a full matrix (a wider grid: a slowly mixing warm-up
 -- underestimates the hyper's SD), fewer where it is diagonal (the grid as
 -- it was before the full matrix; hier100's ESS halved with 8 there).
-transportNodes :: Bool -> Int
-transportNodes matrix = if matrix then 8 else 4
-
--- | Nodes per side for @r@ transported sites.
 nodesPerSide :: Int -> Int
-nodesPerSide r = transportNodes (r <= maxMatrixSites)
+nodesPerSide r = if r <= maxMatrixSites then 8 else 4
 
 -- | Whether the transport of one of @d@ adapted sites moves every other site,
 -- the other hyper sites included (then S is a full matrix), or holds the
@@ -193,8 +190,8 @@ buildTransport logPost addrs mean sds fixed now ia =
                        then go (k + 1) zr' f' (log sdj : acc) n'
                        else go (k + 1) zr f (log sdj : acc) n'
         in let (zr, ls, n) = go 0 zr0 f0 [] 1 in (zr, ls, n)
-      -- the full conditional curvature of z_R at hyper value x: one Newton
-      -- step from the sweep's point (kept if it raises the density) and S =
+      -- the full conditional curvature of z_R at hyper value x: Newton steps
+      -- from the sweep's point (each kept if it raises the density) and S =
       -- the lower Cholesky factor of the inverse finite-difference Hessian;
       -- the sweep's diagonal where the Hessian is not positive definite
       refine x zr ls
@@ -434,15 +431,16 @@ blockStep eval trs tr g0 st =
 standardise, unstandardise :: U.Vector Double -> U.Vector Double -> U.Vector Double -> U.Vector Double -> U.Vector Double
 standardise m l low z
   | U.null low = U.zipWith3 (\zi mi li -> (zi - mi) * exp (negate li)) z m l
-  | otherwise = solveLower (Matrix r (U.imap withDiagonal low)) (U.zipWith (-) z m)
-  where
-    r = U.length m
-    withDiagonal q v = let (i, j) = q `divMod` r in if i == j then exp (l U.! i) else v
+  | otherwise = solveLower (lowerFactor l low) (U.zipWith (-) z m)
 unstandardise m l low w
   | U.null low = U.zipWith3 (\mi li wi -> mi + exp li * wi) m l w
-  | otherwise = U.zipWith (+) m (lowerTimes (Matrix r (U.imap withDiagonal low)) w)
+  | otherwise = U.zipWith (+) m (lowerTimes (lowerFactor l low) w)
+
+-- | S from its log diagonal @l@ and strictly lower part @low@ (r × r row-major).
+lowerFactor :: U.Vector Double -> U.Vector Double -> Matrix
+lowerFactor l low = Matrix r (U.imap withDiagonal low)
   where
-    r = U.length m
+    r = U.length l
     withDiagonal q v = let (i, j) = q `divMod` r in if i == j then exp (l U.! i) else v
 
 -- | The sites with hyper site @a@ at @za@ and the transported sites at @zr@.
