@@ -41,7 +41,9 @@ Two questions, asked after a look that ended ``inconclusive``:
 The draw cap per look, asking for the cap when a projection exceeds it by little, at
 most 4× growth for a PyMC fit that needed a divergence retry, and the last look a budget
 pays for when the planned one is over it but the minimal projection (``minimal=True``:
-no margins) fits, are the pipeline's (``workers.pipeline._plan_look``).
+no margins) fits, and the stop when a look so bounded falls short of the minimal
+projection's draws and those cost more than the time left, are the pipeline's
+(``workers.pipeline._plan_look``).
 
 Units: factors multiply the draws per chain; ESS and MCSE are ArviZ's (SPEC §4).
 """

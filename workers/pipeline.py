@@ -272,13 +272,24 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     nxt, cost = asked
     evidence["next_draws"] = nxt
     evidence["projected_seconds"] = round(cost, 1)
+    minimal = dict(zip(("lazyppl", "pymc"), projections(True)))
+    short = _bounded_short_of_least(minimal, growing, fits, draws, nxt, evidence)
+    if short is not None and short["seconds"] > seconds_left:
+        # a bounded look (the diverging-growth bound, the cap) only re-projects; when the
+        # fewest draws that could decide, at their full length, already cost more than
+        # the time left, no later look can pay for them either
+        evidence["short_of_least"] = short
+        return evidence, (f"budget spent: even the fewest draws that could decide "
+                          f"({', '.join(f'{n} {side}' for side, n in short['draws'].items())} "
+                          f"per chain) need about {short['seconds']:.0f} s of fitting, more "
+                          f"than the {max(0.0, seconds_left):.0f} s left of wall_seconds; "
+                          "this look's draws were bounded below them"), draws
     if cost <= seconds_left:
         return evidence, None, nxt
     # The planned look (aimed past every boundary with margins) is over the budget. If the
     # fewest draws that could decide at all fit in what is left, the last look takes as
     # many of the planned draws as the budget pays for; otherwise more draws cannot
     # decide within the budget and the scope stops.
-    minimal = dict(zip(("lazyppl", "pymc"), projections(True)))
     least = _asked_draws(minimal, growing, fits, draws, {})
     bound: dict = {"planned_seconds": round(cost, 1),
                    "minimal": {side: minimal[side].to_dict() for side in growing}}
@@ -302,6 +313,25 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
                       f"more than the {max(0.0, seconds_left):.0f} s left of wall_seconds"
                       + ("" if isinstance(least, str) else
                          f" (even the fewest draws that could decide need {least[1]:.0f} s)")), draws
+
+
+def _bounded_short_of_least(minimal: dict[str, looks.Projection], growing: list[str],
+                            fits: dict[str, Fit], draws: dict[str, int], nxt: dict[str, int],
+                            evidence: dict) -> dict | None:
+    """The sides whose next draws ``nxt`` were bounded (``evidence`` records the
+    diverging-growth bound and capped projections) below the fewest draws that could
+    decide (``minimal``, unbounded), with those draws and what fitting them would cost:
+    ``{"draws": {side: n}, "seconds"}``; ``None`` when no bounded side falls short."""
+    bounded = set(evidence.get("capped", {}))
+    if "diverging_growth" in evidence:
+        bounded.add("pymc")
+    need = {side: math.ceil(draws[side] * minimal[side].factor) for side in growing
+            if side in bounded and math.isfinite(minimal[side].factor)}
+    short = {side: n for side, n in need.items() if n > nxt[side]}
+    if not short:
+        return None
+    seconds = max(_fit_seconds(fits[side]) * n / draws[side] for side, n in short.items())
+    return {"draws": short, "seconds": round(seconds, 1)}
 
 
 def _asked_draws(plan: dict[str, looks.Projection], growing: list[str], fits: dict[str, Fit],

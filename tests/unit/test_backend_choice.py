@@ -98,26 +98,56 @@ def test_collapsed_chains_are_those_that_diverged_every_draw_or_lost_their_step_
     assert collapsed_chains({"divergences_per_chain": [0, 0]}, 1000) == []
 
 
-def test_after_an_attempt_retry_fall_back_to_nutpie_or_stop():
+def test_after_an_attempt_retry_fall_back_to_a_diagonal_mass_matrix_then_nutpie_or_stop():
     from workers.pymc_runner.choice import after_attempt
 
-    auto = {"backend": "numpyro"}
+    dense = {"backend": "numpyro", "mass_matrix": "dense"}
+    diag = {"backend": "numpyro", "mass_matrix": "diag"}
     clean = {"divergences": 0, "divergences_per_chain": [0, 0], "step_size": [0.2, 0.3]}
     some = {"divergences": 3, "divergences_per_chain": [1, 2], "step_size": [0.2, 0.3]}
     dead = {"divergences": 103, "divergences_per_chain": [100, 3], "step_size": [0.0, 0.2]}
-    assert after_attempt(clean, 100, 0, 3, auto) == (None, None)
-    assert after_attempt(some, 100, 0, 3, auto) == (1, None)
-    # a collapsed chain: the same target_accept again, with nutpie
-    position, fallback = after_attempt(dead, 100, 1, 3, auto)
-    assert position == 1 and fallback["from"] == "numpyro"
-    assert fallback["collapsed_chains"] == [0]
-    # still divergent at the last target_accept: nutpie from the first one
-    position, fallback = after_attempt(some, 100, 2, 3, auto)
+    assert after_attempt(clean, 100, 0, 3, dense) == (None, None)
+    assert after_attempt(some, 100, 0, 3, dense) == (1, None)
+    # a collapsed chain: the same target_accept again, with nutpie (from either matrix)
+    for choice in (dense, diag):
+        position, fallback = after_attempt(dead, 100, 1, 3, choice)
+        assert position == 1 and fallback["from"] == "numpyro" and fallback["to"] == "nutpie"
+        assert fallback["collapsed_chains"] == [0]
+        assert fallback["from_mass_matrix"] == choice["mass_matrix"]
+    # still divergent at the last target_accept: a dense matrix gives way to a diagonal
+    # one on the same backend, a diagonal one to nutpie; both from the first target_accept
+    position, fallback = after_attempt(some, 100, 2, 3, dense)
     assert position == 0 and "3 divergent transitions after every" in fallback["reason"]
+    assert (fallback["to"], fallback["mass_matrix"]) == ("numpyro", "diag")
+    position, fallback = after_attempt(some, 100, 2, 3, diag)
+    assert position == 0 and (fallback["to"], fallback["mass_matrix"]) == ("nutpie", "low_rank")
     # a requested backend, or nutpie after a fallback, is never replaced
-    for choice in (None, {"backend": "nutpie"}):
+    for choice in (None, {"backend": "nutpie", "mass_matrix": "low_rank"}):
         assert after_attempt(some, 100, 2, 3, choice) == (None, None)
         assert after_attempt(dead, 100, 0, 3, choice) == (1, None)
+
+
+def test_the_longest_fallback_sequence_fits_the_attempt_bound():
+    """Walk after_attempt as the child does, every attempt diverging (and, in a second
+    walk, the diagonal fit's chain collapsing at each position): the parent reads at most
+    ``most_attempts`` attempt files, so no walk may exceed it."""
+    from workers.pymc_runner.choice import after_attempt, most_attempts
+
+    some = {"divergences": 3, "divergences_per_chain": [1, 2], "step_size": [0.2, 0.3]}
+    dead = {"divergences": 103, "divergences_per_chain": [100, 3], "step_size": [0.0, 0.2]}
+    for accepts in (1, 3):
+        for collapse_at in (None, *range(accepts)):
+            choice, position, attempts = {"backend": "numpyro", "mass_matrix": "dense"}, 0, 0
+            while position is not None:
+                attempts += 1
+                diag = choice["mass_matrix"] == "diag"
+                stats = dead if diag and position == collapse_at else some
+                position, fallback = after_attempt(stats, 100, position, accepts, choice)
+                if fallback:
+                    choice = {"backend": fallback["to"], "mass_matrix": fallback["mass_matrix"]}
+            assert attempts <= most_attempts(accepts)
+            if collapse_at is None:
+                assert attempts == 3 * accepts
 
 
 def test_a_stopped_childs_running_attempt_is_named_by_the_childs_own_order():

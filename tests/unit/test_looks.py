@@ -336,6 +336,36 @@ def test_a_pymc_fit_that_needed_a_divergence_retry_grows_at_most_fourfold(monkey
     assert nxt["pymc"] == 9300 and "diverging_growth" not in evidence
 
 
+def test_a_bounded_look_stops_when_even_the_least_draws_cost_more_than_the_time_left(monkeypatch):
+    """catches: one_comp (corpus, 2026-12-03): PyMC diverged, so each look grew it 4x while
+    even the fewest draws that could decide were 18-80x; the scope looked on until the
+    budget-bound look and spent 424 s to end inconclusive. A bounded look whose least
+    draws, unbounded, cost more than the whole time left cannot lead to a decision."""
+    retried = [{"target_accept": 0.9, "number": 0, "divergences": 3},
+               {"target_accept": 0.99, "number": 1, "divergences": 0}]
+    # planned 40x, bounded to 4x (40 s); the least is 30x a 10 s fit = 300 s > 250 s left
+    evidence, stop, nxt = plan_with(monkeypatch, 40.0, 1000, seconds_left=250.0, fit_seconds=10.0,
+                                    side="pymc", pymc_attempts=retried, minimal_factor=30.0)
+    assert stop.startswith("budget spent: even the fewest draws that could decide (30000 pymc "
+                           "per chain) need about 300 s"), stop
+    assert evidence["short_of_least"] == {"draws": {"pymc": 30_000}, "seconds": 300.0}
+    assert nxt["pymc"] == 1000
+    # the least fits in the time left: the bounded look goes ahead
+    evidence, stop, nxt = plan_with(monkeypatch, 40.0, 1000, seconds_left=350.0, fit_seconds=10.0,
+                                    side="pymc", pymc_attempts=retried, minimal_factor=30.0)
+    assert stop is None and nxt["pymc"] == 4000 and "short_of_least" not in evidence
+    # the bounded look already reaches the least: no stop, however little time is left
+    # beyond the look itself
+    evidence, stop, nxt = plan_with(monkeypatch, 40.0, 1000, seconds_left=60.0, fit_seconds=10.0,
+                                    side="pymc", pymc_attempts=retried, minimal_factor=3.0)
+    assert stop is None and nxt["pymc"] == 4000
+    # an unbounded look is never stopped by this rule (the budget-bound look handles it)
+    evidence, stop, nxt = plan_with(monkeypatch, 40.0, 1000, seconds_left=250.0, fit_seconds=10.0,
+                                    minimal_factor=30.0)
+    assert "short_of_least" not in evidence
+    assert stop.endswith("(even the fewest draws that could decide need 300 s)")
+
+
 def test_an_over_budget_look_whose_least_draws_fit_takes_what_the_budget_pays(monkeypatch):
     """catches: a scope stopped for the budget although the fewest draws that could decide
     (no margins) fit in the time left: the planned look (margins, half the band) is a

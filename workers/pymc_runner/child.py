@@ -354,12 +354,17 @@ def _keep(session: Session, key: str, model, backend: str, names: list[str],
 
 def _fall_back(key: str, session: Session, choice: dict, fallback: dict):
     """Replace an automatically chosen JAX sampler that failed (``choice.after_attempt``)
-    by nutpie, for this request and every later one on the same program and data
-    (``key``). Returns the new (sampler, choice)."""
-    model, _, names, _ = session.models[key]
-    choice = {**choice, "backend": "nutpie",
-              "mass_matrix": choices.DEFAULT_MASS["nutpie"], "fallback": fallback}
-    _keep(session, key, model, "nutpie", names, choice)
+    by what ``fallback`` names, for this request and every later one on the same program
+    and data (``key``): the same compiled sampler with another mass matrix, or nutpie
+    (compiled now). Returns the new (sampler, choice); ``choice["fallbacks"]`` lists
+    every fallback so far, in order."""
+    model, run_one, names, _ = session.models[key]
+    choice = {**choice, "backend": fallback["to"], "mass_matrix": fallback["mass_matrix"],
+              "fallbacks": [*choice.get("fallbacks", []), fallback]}
+    if fallback["to"] == fallback["from"]:
+        session.models[key] = (model, run_one, names, choice)
+    else:
+        _keep(session, key, model, fallback["to"], names, choice)
     return session.models[key][1], choice
 
 
@@ -433,7 +438,7 @@ def run(job: dict, out, session: Session) -> None:
         timings = {"import": 0.0, "prewarm": 0.0, "build": 0.0}
         following, fallback = choices.after_attempt(stats, job["draws"], position,
                                                     len(accepts), choice)
-        if fallback is not None:  # an automatic choice that failed: nutpie takes over
+        if fallback is not None:  # an automatic choice that failed: the next one takes over
             run_one, choice = _fall_back(key, session, choice, fallback)
             info = dict(info, compiled=True, compiles=session.compiles)
             job = {**job, "backend": choice["backend"], "mass_matrix": choice["mass_matrix"]}
@@ -480,9 +485,14 @@ def serve(inbox: Path, workdir: Path) -> int:
 def _configure_backend(job: dict) -> None:
     if job["backend"] in ("numpyro", "blackjax") and "jax" not in sys.modules:
         # One XLA host device per chain so chain_method="parallel" runs them as threads
-        # (read when JAX is first imported).
+        # (read when JAX is first imported), and no Eigen thread pool inside the ops:
+        # with it a NumPyro child once blocked for 870 s with its CPU time flat (the
+        # corpus run of session 12, gp_pois_regr), the wedge other JAX users report
+        # (PyAutoFit #1528) and that this flag removes; our JAX models are the small ones
+        # (choice.is_large), whose ops gain nothing from intra-op threads.
         os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " "
-                                   f"--xla_force_host_platform_device_count={job['chains']}")
+                                   f"--xla_force_host_platform_device_count={job['chains']}"
+                                   " --xla_cpu_multi_thread_eigen=false")
 
 
 def _publish(path: Path, write) -> None:

@@ -153,11 +153,11 @@ def _describe(size: dict) -> str:
     return f"{free} free x {observed} observed scalars = {work}; large from {LARGE_WORK:,}"
 
 
-#: Backends ``choose`` may pick whose fits are refitted with nutpie when they fail:
-#: a chain's step size collapsed (measured on hmm_drive_1 before the finite-start fix:
-#: NumPyro adapted 3 of 4 chains' step sizes to 0), or divergences remained after every
-#: target_accept (measured in the calibration study: 3 of 40 audits of the 6-group
-#: hierarchical model with NumPyro, 0 of 100 with nutpie's low-rank mass matrix).
+#: Backends ``choose`` may pick whose fits are refitted when they fail: a chain's step
+#: size collapsed (measured on hmm_drive_1 before the finite-start fix: NumPyro adapted 3
+#: of 4 chains' step sizes to 0), or divergences remained after every target_accept
+#: (measured in the calibration study: 3 of 40 audits of the 6-group hierarchical model
+#: with NumPyro, 0 of 100 with nutpie's low-rank mass matrix).
 FALLS_BACK = ("numpyro", "blackjax")
 
 #: A chain whose mean step size is at most this has stopped moving.
@@ -174,6 +174,23 @@ def collapsed_chains(stats: dict, draws: int) -> list[int]:
             if (draws > 0 and d >= draws) or (h is not None and h <= COLLAPSED_STEP)]
 
 
+NUTPIE = {"backend": "nutpie", "mass_matrix": DEFAULT_MASS["nutpie"]}
+
+
+def next_sampler(choice: dict) -> dict:
+    """What an automatic JAX choice that still diverged after every target_accept is
+    refitted with: a dense mass matrix gives way to a diagonal one on the same backend
+    (no new compile: the mass matrix is a sampling option), a diagonal one to nutpie.
+
+    Measured on gp_pois_regr (visible scope, the audit's seed, 4 x 3,967): NumPyro
+    dense kept 6/3/1 divergences at 0.9/0.95/0.99 and nutpie low-rank 37/11/1, where
+    NumPyro with a diagonal mass matrix had none at 0.95 (also none at 1,000 draws).
+    """
+    if choice.get("mass_matrix") in ("dense", "low_rank"):
+        return {"backend": choice["backend"], "mass_matrix": "diag"}
+    return dict(NUTPIE)
+
+
 def after_attempt(stats: dict, draws: int, position: int, accepts: int,
                   choice: dict | None) -> tuple[int | None, dict | None]:
     """The child's next step after an attempt at ``target_accepts[position]`` (of
@@ -182,13 +199,18 @@ def after_attempt(stats: dict, draws: int, position: int, accepts: int,
     Divergences move to the next target_accept. An automatic choice among
     ``FALLS_BACK`` (``choice`` is the attempt's ``backend_choice``; ``None`` when the
     backend was requested, which is never replaced) falls back to nutpie when a chain
-    collapsed (the same target_accept again) or when the last target_accept still
-    diverged (nutpie from the first one). ``fallback`` is what the evidence records.
+    collapsed (the same target_accept again), and to ``next_sampler`` when the last
+    target_accept still diverged (from the first one again). ``fallback`` is what the
+    evidence records: ``{"from", "from_mass_matrix", "to", "mass_matrix",
+    "collapsed_chains", "reason"}``.
     """
     auto = choice is not None and choice.get("backend") in FALLS_BACK
     collapsed = collapsed_chains(stats, draws)
+    was = {"from": choice["backend"], "from_mass_matrix": choice.get("mass_matrix")} \
+        if auto else {}
     if auto and collapsed:
-        return position, {"from": choice["backend"], "collapsed_chains": collapsed,
+        return position, {**was, "to": NUTPIE["backend"],
+                          "mass_matrix": NUTPIE["mass_matrix"], "collapsed_chains": collapsed,
                           "reason": "step size collapsed: every transition of these "
                                     "chains diverged, so they never moved"}
     if stats["divergences"] == 0:
@@ -196,7 +218,16 @@ def after_attempt(stats: dict, draws: int, position: int, accepts: int,
     if position + 1 < accepts:
         return position + 1, None
     if auto:
-        return 0, {"from": choice["backend"], "collapsed_chains": [],
+        to = next_sampler(choice)
+        return 0, {**was, "to": to["backend"], "mass_matrix": to["mass_matrix"],
+                   "collapsed_chains": [],
                    "reason": f"{stats['divergences']} divergent transitions after every "
                              "target_accept"}
     return None, None
+
+
+def most_attempts(accepts: int) -> int:
+    """A bound on the attempts of one request (``after_attempt``'s order): every
+    target_accept with the chosen mass matrix, again with a diagonal one, again with
+    nutpie; a collapse only shortens that (it skips to nutpie at the same position)."""
+    return 3 * accepts + 1

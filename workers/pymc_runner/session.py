@@ -39,6 +39,7 @@ import numpy as np
 import sandbox
 from workers.errors import ProgramRuntimeError, ResourceLimit
 from workers.fit import Fit
+from workers.pymc_runner import choice as choices
 from workers.pymc_runner import profile as profiles
 from workers.pymc_runner import runner
 from workers.pymc_runner.protocol import (END_FILE, ERROR_FILE, SUMMARY_FILE,
@@ -307,10 +308,9 @@ class PymcSession:
         if stopped is not None:
             process["stopped"] = stopped.details.get("limit")
         finished = {}
-        # one attempt per target_accept, and when the child fell back from an
-        # automatically chosen backend (choice.after_attempt) up to as many again and
-        # one more; written in order
-        for k in range(2 * len(job["target_accepts"]) + 1):
+        # one attempt per target_accept, and more when the child fell back from an
+        # automatically chosen sampler (choice.after_attempt); written in order
+        for k in range(choices.most_attempts(len(job["target_accepts"]))):
             path = child.out(number, attempt_file(k, "json"))
             if not os.path.lexists(path):
                 break
@@ -415,8 +415,6 @@ class Standby:
 def _next_accept(job: dict, finished: dict) -> float | None:
     """The target_accept of the attempt a stopped child was running after the
     ``finished`` ones (the child's own order: ``choice.after_attempt``)."""
-    from workers.pymc_runner import choice as choices
-
     accepts = [float(a) for a in job["target_accepts"]]
     if not finished:
         return accepts[0] if accepts else None
