@@ -275,23 +275,28 @@ def _session_factory(seeds: int):
     return lambda: PymcSession(limits)
 
 
-def audit_settings(seed: int):
+def audit_settings(seed: int, backend: str | None = None):
     """The default settings with ``seed``, and the gross-difference rule off: the audits
     then run exactly main's SPEC §4 rule, and what that rule would have changed is derived
     exactly from the same looks (:func:`gross_evaluation`; it can only end an audit
-    earlier, with ``disagree``), so one run measures the rule with and without it."""
+    earlier, with ``disagree``), so one run measures the rule with and without it.
+    ``backend``: ``pymc.backend`` instead of the default (rows then carry its name)."""
     from workers.settings import AuditSettings
 
-    return AuditSettings.model_validate({"seed": seed, "rule": {"gross_difference": False}})
+    given: dict = {"seed": seed, "rule": {"gross_difference": False}}
+    if backend is not None:
+        given["pymc"] = {"backend": backend}
+    return AuditSettings.model_validate(given)
 
 
-def run_one(pair: Pair, seed: int, session) -> dict:
-    """One whole audit of ``pair`` with default settings and ``seed``; a compact record."""
+def run_one(pair: Pair, seed: int, session, backend: str | None = None) -> dict:
+    """One whole audit of ``pair`` with default settings (``backend``: see
+    :func:`audit_settings`) and ``seed``; a compact record."""
     from workers.pipeline import AuditRequest, run_audit
 
     request = AuditRequest(name=f"calibration-{pair.name}", pymc_source=pair.pymc_source,
                            lazyppl_source=pair.lazyppl_source, scopes={"full": pair.data},
-                           parameters=pair.parameters, settings=audit_settings(seed))
+                           parameters=pair.parameters, settings=audit_settings(seed, backend))
     t0 = time.monotonic()
     kwargs = {"pymc_session": session} if session is not None else {}
     evidence, fits = run_audit(request, **kwargs)
@@ -438,6 +443,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="keep the other pairs already in --out (run pairs in several sittings)")
     ap.add_argument("--no-session", action="store_true", help="fresh PyMC child per fit even if a session exists")
     ap.add_argument("--make-data", action="store_true", help="(re)write the synthetic data files and exit")
+    ap.add_argument("--pymc-backend", choices=("pymc", "nutpie", "numpyro", "blackjax", "auto"),
+                    help="pymc.backend instead of the default; rows are named <pair>_<backend>")
     ap.add_argument("--verify-truth", metavar="OUT",
                     help="long fits of the effect pairs (the analytic d, r checked by NUTS and "
                          "LazyPPL) written to OUT, then exit")
@@ -458,9 +465,10 @@ def main(argv: list[str] | None = None) -> None:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
+    suffix = f"_{args.pymc_backend}" if args.pymc_backend else ""
     if args.append and out.exists():
         previous = json.loads(out.read_text())
-        rows = [r for r in previous["pairs"] if r["name"] not in names]
+        rows = [r for r in previous["pairs"] if r["name"] not in {n + suffix for n in names}]
     settings = audit_settings(0).model_dump(mode="json")
     settings.pop("seed")
     for name in names:
@@ -469,13 +477,13 @@ def main(argv: list[str] | None = None) -> None:
         pair_load = os.getloadavg()[0]
         with (factory() if factory is not None else nullcontext()) as session:
             for i in range(args.seeds):
-                rec = run_one(pair, BASE_SEED + i, session)
+                rec = run_one(pair, BASE_SEED + i, session, args.pymc_backend)
                 runs.append(rec)
                 print(f"{name:18s} seed {rec['seed']} {rec['verdict']:12s} {rec['seconds']:6.1f} s "
                       f"looks {rec['looks']} load {os.getloadavg()[0]:.2f}  {rec['reason'][:110]}",
                       file=sys.stderr, flush=True)
-        row = pair_record(pair.name, pair.kind, pair.true_d, pair.true_r, runs)
-        row["notes"] = pair.notes
+        row = pair_record(pair.name + suffix, pair.kind, pair.true_d, pair.true_r, runs)
+        row["notes"] = pair.notes + (f"; pymc.backend {args.pymc_backend}" if suffix else "")
         row["load"] = {"start": round(pair_load, 2), "end": round(os.getloadavg()[0], 2)}
         row["commit"] = commit()
         if session is not None:  # child processes started (a kill restarts one) and fits served

@@ -187,3 +187,31 @@ def test_every_backend_setting_says_what_its_standby_warms():
     backends = set(get_args(PyMCSettings.model_fields["backend"].annotation))
     assert set(PREWARM) == backends
     assert PREWARM["auto"][0] == "jax"  # small models, the common case, go to NumPyro
+
+
+def test_a_chain_far_below_the_others_step_size_has_stalled():
+    from workers.pymc_runner.choice import STALLED_STEP_RATIO, stalled_chains
+
+    # hmm_drive_1 visible, NumPyro dense (measured): chain 0 at 0.0043, the others 0.21-0.35
+    assert stalled_chains({"step_size": [0.0043, 0.21, 0.35, 0.3]}) == [0]
+    assert stalled_chains({"step_size": [0.1, 0.21, 0.35, 0.3]}) == []
+    edge = 0.3 / STALLED_STEP_RATIO
+    assert stalled_chains({"step_size": [edge * 0.99, 0.3, 0.3]}) == [0]
+    assert stalled_chains({"step_size": [edge * 1.01, 0.3, 0.3]}) == []
+    assert stalled_chains({"step_size": [0.3]}) == [] and stalled_chains({}) == []
+
+
+def test_a_stalled_dense_jax_chain_moves_later_fits_to_a_diagonal_mass_matrix():
+    from workers.pymc_runner.choice import for_later_fits
+
+    stalled = {"divergences": 0, "divergences_per_chain": [0] * 4,
+               "step_size": [0.0043, 0.21, 0.35, 0.3]}
+    later = for_later_fits(stalled, {"backend": "numpyro", "mass_matrix": "dense"})
+    assert (later["to"], later["mass_matrix"], later["stalled_chains"]) == ("numpyro", "diag", [0])
+    assert later["later_fits_only"] and "chains 0 (step 0.0043)" in later["reason"]
+    # a diagonal matrix already, nutpie, a requested backend, or no chain stalled: nothing
+    for choice in ({"backend": "numpyro", "mass_matrix": "diag"},
+                   {"backend": "nutpie", "mass_matrix": "low_rank"}, None):
+        assert for_later_fits(stalled, choice) is None
+    moving = dict(stalled, step_size=[0.2, 0.21, 0.35, 0.3])
+    assert for_later_fits(moving, {"backend": "numpyro", "mass_matrix": "dense"}) is None

@@ -443,6 +443,9 @@ def run(job: dict, out, session: Session) -> None:
             info = dict(info, compiled=True, compiles=session.compiles)
             job = {**job, "backend": choice["backend"], "mass_matrix": choice["mass_matrix"]}
         if following is None:
+            later = choices.for_later_fits(stats, choice)
+            if later is not None:  # this fit stands; the next ones use another sampler
+                _fall_back(key, session, choice, later)
             break
         position = following
     _publish(out(SUMMARY_FILE), lambda f: f.write(json.dumps({"skipped": skipped}).encode()))
