@@ -121,10 +121,17 @@ def test_after_an_attempt_retry_fall_back_to_a_diagonal_mass_matrix_then_nutpie_
     assert (fallback["to"], fallback["mass_matrix"]) == ("numpyro", "diag")
     position, fallback = after_attempt(some, 100, 2, 3, diag)
     assert position == 0 and (fallback["to"], fallback["mass_matrix"]) == ("nutpie", "low_rank")
+    # a divergence retry of a dense fit with a stalled chain uses a diagonal matrix
+    stalled = dict(some, step_size=[0.004, 0.3])
+    position, fallback = after_attempt(stalled, 100, 0, 3, dense)
+    assert position == 1 and (fallback["to"], fallback["mass_matrix"]) == ("numpyro", "diag")
+    assert fallback["stalled_chains"] == [0] and fallback["later_fits_only"] is False
+    assert after_attempt(stalled, 100, 0, 3, diag) == (1, None)
     # a requested backend, or nutpie after a fallback, is never replaced
     for choice in (None, {"backend": "nutpie", "mass_matrix": "low_rank"}):
         assert after_attempt(some, 100, 2, 3, choice) == (None, None)
         assert after_attempt(dead, 100, 0, 3, choice) == (1, None)
+        assert after_attempt(stalled, 100, 0, 3, choice) == (1, None)
 
 
 def test_the_longest_fallback_sequence_fits_the_attempt_bound():
@@ -135,17 +142,19 @@ def test_the_longest_fallback_sequence_fits_the_attempt_bound():
 
     some = {"divergences": 3, "divergences_per_chain": [1, 2], "step_size": [0.2, 0.3]}
     dead = {"divergences": 103, "divergences_per_chain": [100, 3], "step_size": [0.0, 0.2]}
+    stalled = dict(some, step_size=[0.004, 0.3])
     for accepts in (1, 3):
         for collapse_at in (None, *range(accepts)):
             choice, position, attempts = {"backend": "numpyro", "mass_matrix": "dense"}, 0, 0
             while position is not None:
                 attempts += 1
                 diag = choice["mass_matrix"] == "diag"
-                stats = dead if diag and position == collapse_at else some
+                stats = (dead if diag and position == collapse_at else
+                         stalled if not diag and position == collapse_at else some)
                 position, fallback = after_attempt(stats, 100, position, accepts, choice)
                 if fallback:
                     choice = {"backend": fallback["to"], "mass_matrix": fallback["mass_matrix"]}
-            assert attempts <= most_attempts(accepts)
+            assert attempts <= most_attempts(accepts), (accepts, collapse_at, attempts)
             if collapse_at is None:
                 assert attempts == 3 * accepts
 

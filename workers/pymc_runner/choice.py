@@ -200,9 +200,11 @@ def after_attempt(stats: dict, draws: int, position: int, accepts: int,
     ``FALLS_BACK`` (``choice`` is the attempt's ``backend_choice``; ``None`` when the
     backend was requested, which is never replaced) falls back to nutpie when a chain
     collapsed (the same target_accept again), and to ``next_sampler`` when the last
-    target_accept still diverged (from the first one again). ``fallback`` is what the
+    target_accept still diverged (from the first one again); a divergence retry of a
+    dense fit that left a chain stalled (``stalled_chains``) uses a diagonal matrix. ``fallback`` is what the
     evidence records: ``{"from", "from_mass_matrix", "to", "mass_matrix",
-    "collapsed_chains", "reason"}``.
+    "collapsed_chains", "reason"}`` (and ``"stalled_chains"``, ``"later_fits_only"``
+    after a stall).
     """
     auto = choice is not None and choice.get("backend") in FALLS_BACK
     collapsed = collapsed_chains(stats, draws)
@@ -216,7 +218,9 @@ def after_attempt(stats: dict, draws: int, position: int, accepts: int,
     if stats["divergences"] == 0:
         return None, None
     if position + 1 < accepts:
-        return position + 1, None
+        stalled = _stalled_fallback(stats, choice) if auto else None
+        # a retry is due anyway: a stalled dense fit retries with a diagonal matrix
+        return position + 1, stalled and {**stalled, "later_fits_only": False}
     if auto:
         to = next_sampler(choice)
         return 0, {**was, "to": to["backend"], "mass_matrix": to["mass_matrix"],
@@ -250,12 +254,9 @@ def stalled_chains(stats: dict) -> list[int]:
     return out
 
 
-def for_later_fits(stats: dict, choice: dict | None) -> dict | None:
-    """After a fit that is done (its last attempt's ``stats``): a fallback for the later
-    fits of the same program (later looks), not a refit now, when an automatic JAX choice
-    with a dense mass matrix left a chain stalled (``stalled_chains``). The fit itself
-    stands: a stalled chain still samples the posterior, only slowly; the next fit uses
-    a diagonal mass matrix. ``None`` otherwise."""
+def _stalled_fallback(stats: dict, choice: dict | None) -> dict | None:
+    """A diagonal mass matrix for an automatic JAX choice with a dense one that left a
+    chain stalled (``stalled_chains``), or ``None``."""
     if choice is None or choice.get("backend") not in FALLS_BACK:
         return None
     if choice.get("mass_matrix") not in ("dense", "low_rank"):
@@ -266,10 +267,21 @@ def for_later_fits(stats: dict, choice: dict | None) -> dict | None:
     steps = stats.get("step_size") or []
     return {"from": choice["backend"], "from_mass_matrix": choice["mass_matrix"],
             "to": choice["backend"], "mass_matrix": "diag", "collapsed_chains": [],
-            "stalled_chains": stalled, "later_fits_only": True,
+            "stalled_chains": stalled,
             "reason": "chains " + ", ".join(f"{c} (step {steps[c]:.3g})" for c in stalled)
                       + f" adapted a step size over {STALLED_STEP_RATIO:g}x below the "
-                        "others': later fits of this program use a diagonal mass matrix"}
+                        "others': a diagonal mass matrix from here on"}
+
+
+def for_later_fits(stats: dict, choice: dict | None) -> dict | None:
+    """After a fit that is done (its last attempt's ``stats``): a fallback for the later
+    fits of the same program (later looks), not a refit now, when an automatic JAX choice
+    with a dense mass matrix left a chain stalled (``stalled_chains``). The fit itself
+    stands: a stalled chain still samples the posterior, only slowly; the next fit uses
+    a diagonal mass matrix. (A fit that diverged retries with it at once:
+    ``after_attempt``.) ``None`` otherwise."""
+    stalled = _stalled_fallback(stats, choice)
+    return stalled and {**stalled, "later_fits_only": True}
 
 
 def most_attempts(accepts: int) -> int:
