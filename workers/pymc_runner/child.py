@@ -439,8 +439,10 @@ def run(job: dict, out, session: Session) -> None:
         following, fallback = choices.after_attempt(stats, job["draws"], position,
                                                     len(accepts), choice)
         if fallback is not None:  # an automatic choice that failed: the next one takes over
+            compiles = session.compiles
             run_one, choice = _fall_back(key, session, choice, fallback)
-            info = dict(info, compiled=True, compiles=session.compiles)
+            info = dict(info, compiled=info["compiled"] or session.compiles > compiles,
+                        compiles=session.compiles)
             job = {**job, "backend": choice["backend"], "mass_matrix": choice["mass_matrix"]}
         if following is None:
             later = choices.for_later_fits(stats, choice)

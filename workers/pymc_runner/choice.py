@@ -201,8 +201,8 @@ def after_attempt(stats: dict, draws: int, position: int, accepts: int,
     backend was requested, which is never replaced) falls back to nutpie when a chain
     collapsed (the same target_accept again), and to ``next_sampler`` when the last
     target_accept still diverged (from the first one again); a divergence retry of a
-    dense fit that left a chain stalled (``stalled_chains``) uses a diagonal matrix. ``fallback`` is what the
-    evidence records: ``{"from", "from_mass_matrix", "to", "mass_matrix",
+    dense fit that left a chain stalled (``stalled_chains``) uses a diagonal matrix.
+    ``fallback`` is what the evidence records: ``{"from", "from_mass_matrix", "to", "mass_matrix",
     "collapsed_chains", "reason"}`` (and ``"stalled_chains"``, ``"later_fits_only"``
     after a stall).
     """
