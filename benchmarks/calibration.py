@@ -434,6 +434,10 @@ def verify_truth(draws: int = 25_000, seed: int = 7) -> dict:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from typing import get_args
+
+    from workers.settings import PyMCSettings
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=40, help="audits (seeds) per pair")
     ap.add_argument("--pairs", default="", help="comma-separated short names (default: all)")
@@ -443,7 +447,7 @@ def main(argv: list[str] | None = None) -> None:
                     help="keep the other pairs already in --out (run pairs in several sittings)")
     ap.add_argument("--no-session", action="store_true", help="fresh PyMC child per fit even if a session exists")
     ap.add_argument("--make-data", action="store_true", help="(re)write the synthetic data files and exit")
-    ap.add_argument("--pymc-backend", choices=("pymc", "nutpie", "numpyro", "blackjax", "auto"),
+    ap.add_argument("--pymc-backend", choices=get_args(PyMCSettings.model_fields["backend"].annotation),
                     help="pymc.backend instead of the default; rows are named <pair>_<backend>")
     ap.add_argument("--verify-truth", metavar="OUT",
                     help="long fits of the effect pairs (the analytic d, r checked by NUTS and "

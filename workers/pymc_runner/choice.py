@@ -9,6 +9,7 @@ program built its model, and compiles nothing); ``choose`` is pure. The child re
 from __future__ import annotations
 
 import math
+import statistics
 
 #: What ``choose`` may return as the backend when ``requested == "auto"``.
 AUTO = "auto"
@@ -177,6 +178,16 @@ def collapsed_chains(stats: dict, draws: int) -> list[int]:
 NUTPIE = {"backend": "nutpie", "mass_matrix": DEFAULT_MASS["nutpie"]}
 
 
+def _automatic(choice: dict | None) -> bool:
+    """An automatic choice that may be replaced (``FALLS_BACK``); a requested backend
+    (``choice`` ``None``) or nutpie never is."""
+    return choice is not None and choice.get("backend") in FALLS_BACK
+
+
+def _dense(choice: dict) -> bool:
+    return choice.get("mass_matrix") in ("dense", "low_rank")
+
+
 def next_sampler(choice: dict) -> dict:
     """What an automatic JAX choice that still diverged after every target_accept is
     refitted with: a dense mass matrix gives way to a diagonal one on the same backend
@@ -186,9 +197,17 @@ def next_sampler(choice: dict) -> dict:
     dense kept 6/3/1 divergences at 0.9/0.95/0.99 and nutpie low-rank 37/11/1, where
     NumPyro with a diagonal mass matrix had none at 0.95 (also none at 1,000 draws).
     """
-    if choice.get("mass_matrix") in ("dense", "low_rank"):
+    if _dense(choice):
         return {"backend": choice["backend"], "mass_matrix": "diag"}
     return dict(NUTPIE)
+
+
+def _fallback(choice: dict, to: dict, reason: str, collapsed: list[int] = (),
+              **extra) -> dict:
+    """The evidence record of a fallback from ``choice`` to ``to``."""
+    return {"from": choice["backend"], "from_mass_matrix": choice.get("mass_matrix"),
+            "to": to["backend"], "mass_matrix": to["mass_matrix"],
+            "collapsed_chains": list(collapsed), **extra, "reason": reason}
 
 
 def after_attempt(stats: dict, draws: int, position: int, accepts: int,
@@ -202,31 +221,23 @@ def after_attempt(stats: dict, draws: int, position: int, accepts: int,
     collapsed (the same target_accept again), and to ``next_sampler`` when the last
     target_accept still diverged (from the first one again); a divergence retry of a
     dense fit that left a chain stalled (``stalled_chains``) uses a diagonal matrix.
-    ``fallback`` is what the evidence records: ``{"from", "from_mass_matrix", "to", "mass_matrix",
-    "collapsed_chains", "reason"}`` (and ``"stalled_chains"``, ``"later_fits_only"``
-    after a stall).
+    ``fallback`` is what the evidence records: ``{"from", "from_mass_matrix", "to",
+    "mass_matrix", "collapsed_chains", "reason"}`` (and ``"stalled_chains"``,
+    ``"later_fits_only"`` after a stall).
     """
-    auto = choice is not None and choice.get("backend") in FALLS_BACK
+    auto = _automatic(choice)
     collapsed = collapsed_chains(stats, draws)
-    was = {"from": choice["backend"], "from_mass_matrix": choice.get("mass_matrix")} \
-        if auto else {}
     if auto and collapsed:
-        return position, {**was, "to": NUTPIE["backend"],
-                          "mass_matrix": NUTPIE["mass_matrix"], "collapsed_chains": collapsed,
-                          "reason": "step size collapsed: every transition of these "
-                                    "chains diverged, so they never moved"}
+        return position, _fallback(choice, NUTPIE, "step size collapsed: every transition "
+                                   "of these chains diverged, so they never moved", collapsed)
     if stats["divergences"] == 0:
         return None, None
     if position + 1 < accepts:
-        stalled = _stalled_fallback(stats, choice) if auto else None
         # a retry is due anyway: a stalled dense fit retries with a diagonal matrix
-        return position + 1, stalled and {**stalled, "later_fits_only": False}
+        return position + 1, _stalled_fallback(stats, choice, later_fits_only=False)
     if auto:
-        to = next_sampler(choice)
-        return 0, {**was, "to": to["backend"], "mass_matrix": to["mass_matrix"],
-                   "collapsed_chains": [],
-                   "reason": f"{stats['divergences']} divergent transitions after every "
-                             "target_accept"}
+        return 0, _fallback(choice, next_sampler(choice), f"{stats['divergences']} divergent "
+                            "transitions after every target_accept")
     return None, None
 
 
@@ -244,33 +255,26 @@ def stalled_chains(stats: dict) -> list[int]:
     steps = stats.get("step_size") or []
     out = []
     for chain, h in enumerate(steps):
-        others = sorted(x for i, x in enumerate(steps) if i != chain and x is not None)
-        if h is None or not others:
-            continue
-        middle = others[len(others) // 2] if len(others) % 2 else \
-            (others[len(others) // 2 - 1] + others[len(others) // 2]) / 2
-        if h * STALLED_STEP_RATIO < middle:
+        others = [x for i, x in enumerate(steps) if i != chain and x is not None]
+        if h is not None and others and h * STALLED_STEP_RATIO < statistics.median(others):
             out.append(chain)
     return out
 
 
-def _stalled_fallback(stats: dict, choice: dict | None) -> dict | None:
+def _stalled_fallback(stats: dict, choice: dict | None, *, later_fits_only: bool) -> dict | None:
     """A diagonal mass matrix for an automatic JAX choice with a dense one that left a
     chain stalled (``stalled_chains``), or ``None``."""
-    if choice is None or choice.get("backend") not in FALLS_BACK:
-        return None
-    if choice.get("mass_matrix") not in ("dense", "low_rank"):
+    if not _automatic(choice) or not _dense(choice):
         return None
     stalled = stalled_chains(stats)
     if not stalled:
         return None
     steps = stats.get("step_size") or []
-    return {"from": choice["backend"], "from_mass_matrix": choice["mass_matrix"],
-            "to": choice["backend"], "mass_matrix": "diag", "collapsed_chains": [],
-            "stalled_chains": stalled,
-            "reason": "chains " + ", ".join(f"{c} (step {steps[c]:.3g})" for c in stalled)
-                      + f" adapted a step size over {STALLED_STEP_RATIO:g}x below the "
-                        "others': a diagonal mass matrix from here on"}
+    reason = ("chains " + ", ".join(f"{c} (step {steps[c]:.3g})" for c in stalled)
+              + f" adapted a step size over {STALLED_STEP_RATIO:g}x below the others': "
+                "a diagonal mass matrix from here on")
+    return _fallback(choice, {"backend": choice["backend"], "mass_matrix": "diag"}, reason,
+                     stalled_chains=stalled, later_fits_only=later_fits_only)
 
 
 def for_later_fits(stats: dict, choice: dict | None) -> dict | None:
@@ -280,8 +284,7 @@ def for_later_fits(stats: dict, choice: dict | None) -> dict | None:
     stands: a stalled chain still samples the posterior, only slowly; the next fit uses
     a diagonal mass matrix. (A fit that diverged retries with it at once:
     ``after_attempt``.) ``None`` otherwise."""
-    stalled = _stalled_fallback(stats, choice)
-    return stalled and {**stalled, "later_fits_only": True}
+    return _stalled_fallback(stats, choice, later_fits_only=True)
 
 
 def most_attempts(accepts: int) -> int:
