@@ -13,9 +13,12 @@ Two questions, asked after a look that ended ``inconclusive``:
   both fits pass their gates (before, d and r are not to be trusted), every
   undecided interval shrinks (MCSE ∝ 1/√draws) past the boundary it straddles: D
   inside [−δ, δ] if |d| < δ, else wholly outside; likewise log R against the band.
-  When both sides grow, each is given half the squared error budget of an interval; a
-  side that is not asked to grow but whose own error takes more than half of it is grown
-  too (growing the other alone would cost without bound as that error nears the budget).
+  When both sides grow, an interval's squared error budget is split between them at
+  the least fitting time (:func:`split`: the side with the larger error or the cheaper
+  draws takes more of the growth; before, each got half, which asked the larger-error
+  side for up to twice the draws it needed); a side that is not asked to grow but whose
+  own error takes more than half of the budget is grown too (growing the other alone
+  would cost without bound as that error nears the budget).
 
   Each undecided interval is planned twice, and the cheaper plan is asked for: *at the
   estimate* (d and r taken as they are now, half-width aimed at their distance to the
@@ -156,21 +159,58 @@ def _gate_factor(s: compare.Summary, rule: compare.Rule,
     return out
 
 
-def _interval_factor(own: float, other: float, allowed: float, both_grow: bool) -> float:
-    """Factor for one side's error term ``own`` (an MCSE in the interval's units) so that
-    √(own'² + other'²) ≤ allowed, with other' = other (fixed) or both sharing equally."""
+def split(terms: tuple[float, float], allowed: float, costs: tuple[float, float] = (1.0, 1.0),
+          caps: tuple[float, float] = (math.inf, math.inf)) -> tuple[float, float]:
+    """Growth factors (f₀, f₁) of two sides that both refit, so that an interval whose
+    half-width is k·√(a₀² + a₁²) (``terms`` = the error terms a, each shrinking as
+    1/√f) comes down to k·``allowed``, at the least fitting time c₀f₀ + c₁f₁.
+
+    ``costs``: seconds a refit of each side takes at its present draws (the two fits of
+    a look share the cores, so their seconds add). Minimising Σ cᵢfᵢ subject to
+    Σ aᵢ²/fᵢ = allowed² gives fᵢ = aᵢ·Σⱼ aⱼ√cⱼ / (allowed²·√cᵢ): the side with the larger
+    error, or the cheaper draws, takes more of the growth. A side whose share falls
+    below 1 keeps its draws, and one above its cap (``caps``, in factors) is held at
+    it; the other then takes what is left of the allowance (``inf`` if nothing is).
+    Costs that are not positive numbers count as equal."""
+    a = [float(t) for t in terms]
+    if not (all(math.isfinite(t) and t >= 0 for t in a) and allowed > 0):
+        return math.inf, math.inf
+    if not all(math.isfinite(c) and c > 0 for c in costs):
+        costs = (1.0, 1.0)
+    room = allowed * allowed
+    roots = [math.sqrt(c) for c in costs]
+    total = a[0] * roots[0] + a[1] * roots[1]
+    f = [a[i] * total / (room * roots[i]) if a[i] > 0 else 1.0 for i in (0, 1)]
+    for held in (lambda x, i: 1.0 if x < 1.0 else None,
+                 lambda x, i: caps[i] if x > caps[i] else None):
+        for i in (0, 1):
+            at = held(f[i], i)
+            if at is None:
+                continue
+            f[i] = at
+            rest = room - a[i] * a[i] / at
+            f[1 - i] = max(1.0, a[1 - i] ** 2 / rest) if rest > 0 else math.inf
+            break
+    return f[0], f[1]
+
+
+def _interval_factor(own: float, other: float, allowed: float, both_grow: bool,
+                     side: int = 0, costs: tuple[float, float] = (1.0, 1.0),
+                     caps: tuple[float, float] = (math.inf, math.inf)) -> float:
+    """Factor for one side's (``side``) error term ``own`` (an MCSE in the interval's
+    units) so that √(own'² + other'²) ≤ allowed, with other' = other (fixed) or both
+    growing at the least cost (:func:`split`)."""
     if not (math.isfinite(own) and math.isfinite(other) and allowed > 0):
         return math.inf
     if both_grow:
-        budget = allowed * allowed / 2
-    elif other * other > allowed * allowed / 2:
+        terms = (own, other) if side == 0 else (other, own)
+        return split(terms, allowed, costs, caps)[side]
+    if other * other > allowed * allowed / 2:
         # the fixed side takes more than its half: growing this side alone would cost
         # without bound as the other's error nears the allowance (calibration seed
         # 20261204 of hier6: 4,429x); infinite here makes project() grow both
         return math.inf
-    else:
-        budget = allowed * allowed - other * other
-    return max(1.0, own * own / budget)
+    return max(1.0, own * own / (allowed * allowed - other * other))
 
 
 def _clip(x: float, low: float, high: float) -> float:
@@ -189,7 +229,9 @@ def _cheapest(plans: list[tuple[float, str]]) -> tuple[float, str]:
 
 
 def project(result: compare.ScopeComparison, rule: compare.Rule,
-            grow: tuple[bool, bool], minimal: bool = False) -> tuple[Projection, Projection]:
+            grow: tuple[bool, bool], minimal: bool = False,
+            costs: tuple[float, float] = (1.0, 1.0),
+            caps: tuple[float, float] = (math.inf, math.inf)) -> tuple[Projection, Projection]:
     """(candidate, baseline) projections for the sides ``grow`` marks (the other gets
     factor 1, unless its own error alone keeps an interval undecided: then both grow).
     Gates come from each side's own summaries; intervals from the undecided comparisons
@@ -198,7 +240,11 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     ``minimal``: the fewest draws with which the scope could decide at all, without the
     margins (:data:`MARGIN` 1, :data:`FAVOURABLE_SHARE` 1: the gates just met, an
     interval just narrow enough if the new estimate lands exactly at the favourable
-    point or where it is now)."""
+    point or where it is now).
+
+    ``costs`` and ``caps`` (candidate, baseline: seconds of a refit at the present
+    draws, largest factor a look may ask) shape how an interval's error allowance is
+    split when both sides grow (:func:`split`)."""
     margin, share = (1.0, 1.0) if minimal else (MARGIN, FAVOURABLE_SHARE)
     needs: tuple[list, list] = ([], [])
     both = grow[0] and grow[1]
@@ -244,7 +290,8 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             for side in (0, 1):
                 if grow[side]:
                     add(side, _cheapest(
-                        [(_interval_factor(terms[side], terms[1 - side], h * b.sd / rule.k, both),
+                        [(_interval_factor(terms[side], terms[1 - side], h * b.sd / rule.k, both,
+                                          side, costs, caps),
                           f"{c.parameter}: D {c.d:+.3f} +- {width:.3f} -> +- {h:.3f} "
                           f"(planned at d = {at:+.3f}, {how})") for how, at, h in plans]), terms)
         if ((r_state == "open" or (not trusted and r_state != "in"))
@@ -260,7 +307,8 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             for side in (0, 1):
                 if grow[side]:
                     add(side, _cheapest(
-                        [(_interval_factor(terms[side], terms[1 - side], h / rule.k, both),
+                        [(_interval_factor(terms[side], terms[1 - side], h / rule.k, both,
+                                          side, costs, caps),
                           f"{c.parameter}: R {c.r:.3f} needs log half-width {h:.3f} "
                           f"(planned at r = {math.exp(at):.3f}, {how})") for how, at, h in plans]), terms)
 
@@ -278,5 +326,5 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     if not both and any(g and not math.isfinite(p.factor) for g, p in zip(grow, result_pair)):
         # the side that is not growing already has more error than an undecided interval
         # allows: both must grow (if that is infinite too, d or r sits on a boundary)
-        return project(result, rule, (True, True), minimal)
+        return project(result, rule, (True, True), minimal, costs, caps)
     return result_pair

@@ -251,8 +251,13 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     # PyMC against the reference undecided: PyMC grows for it too
     ref_open = vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE
 
+    # what each side's draws cost, and the most a look may ask of it: when both grow, an
+    # interval's error allowance is split at the least fitting time (looks.split)
+    costs = (_fit_seconds(lazy), _fit_seconds(pymc))
+    caps = (MAX_DRAWS["lazyppl"] / draws["lazyppl"], MAX_DRAWS["pymc"] / draws["pymc"])
+
     def projections(minimal: bool) -> tuple[looks.Projection, looks.Projection]:
-        p_lazy, p_pymc = looks.project(main, rule, needing, minimal)
+        p_lazy, p_pymc = looks.project(main, rule, needing, minimal, costs, caps)
         if ref_open:
             p_ref, _ = looks.project(vs_ref, rule, (True, False), minimal)
             if p_ref.factor > p_pymc.factor:
