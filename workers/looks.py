@@ -16,13 +16,15 @@ Two questions, asked after a look that ended ``inconclusive``:
   When both sides grow, an interval's squared error budget is split between them at
   the least fitting time (:func:`split`: the side with the larger error or the cheaper
   draws takes more of the growth; before, each got half, which asked the larger-error
-  side for up to twice the draws it needed); a side that is not asked to grow but whose
-  own error takes more than half of the budget is grown too (growing the other alone
-  would cost without bound as that error nears the budget).
+  side for up to twice the draws it needed). A side that is not asked to grow is grown
+  too when its own error takes more than half of the budget (growing the other alone
+  would cost without bound as that error nears the budget) or, with each side's refit
+  seconds known (the pipeline passes them), when growing both costs less than growing
+  the other alone: a cheap fit with a small error relieves a dear one.
 
-  Each undecided interval is planned twice, and the cheaper plan is asked for: *at the
-  estimate* (d and r taken as they are now, half-width aimed at their distance to the
-  boundary over :data:`MARGIN`), and *at the favourable point* (d = 0 and r = 1, or the
+  Each undecided interval is planned twice, and the cheaper plan (in fitting seconds)
+  is asked of both sides: *at the estimate* (d and r taken as they are now, half-width
+  aimed at their distance to the boundary over :data:`MARGIN`), and *at the favourable point* (d = 0 and r = 1, or the
   end of the interval nearest to them; half-width aimed at :data:`FAVOURABLE_SHARE` of
   that point's distance to the nearer boundary, so that a new estimate which moves by
   up to k·(1 − share)/share of its own MCSEs, 4 at k = 4 and share 1/2, still decides).
@@ -194,17 +196,11 @@ def split(terms: tuple[float, float], allowed: float, costs: tuple[float, float]
     return f[0], f[1]
 
 
-def _interval_factor(own: float, other: float, allowed: float, both_grow: bool,
-                     side: int = 0, costs: tuple[float, float] = (1.0, 1.0),
-                     caps: tuple[float, float] = (math.inf, math.inf)) -> float:
-    """Factor for one side's (``side``) error term ``own`` (an MCSE in the interval's
-    units) so that √(own'² + other'²) ≤ allowed, with other' = other (fixed) or both
-    growing at the least cost (:func:`split`)."""
+def _interval_factor(own: float, other: float, allowed: float) -> float:
+    """Factor for one side's error term ``own`` (an MCSE in the interval's units) so that
+    √(own'² + other²) ≤ allowed, the other side's term staying as it is."""
     if not (math.isfinite(own) and math.isfinite(other) and allowed > 0):
         return math.inf
-    if both_grow:
-        terms = (own, other) if side == 0 else (other, own)
-        return split(terms, allowed, costs, caps)[side]
     if other * other > allowed * allowed / 2:
         # the fixed side takes more than its half: growing this side alone would cost
         # without bound as the other's error nears the allowance (calibration seed
@@ -213,27 +209,44 @@ def _interval_factor(own: float, other: float, allowed: float, both_grow: bool,
     return max(1.0, own * own / (allowed * allowed - other * other))
 
 
+def _refit_cost(pair: tuple[float, float], costs: tuple[float, float],
+                grow: tuple[bool, bool]) -> float:
+    """Fitting seconds of a look asking factors ``pair``: a side refits when it grows
+    (factor above 1, or asked to grow anyway); one that keeps its fit costs nothing."""
+    return sum(c * f for c, f, g in zip(costs, pair, grow) if g or f > 1)
+
+
+def _pair(terms: tuple[float, float], allowed: float, grow: tuple[bool, bool],
+          costs: tuple[float, float] | None, caps: tuple[float, float]) -> tuple[float, float]:
+    """Factors of both sides (1 for one that keeps its fit) that bring an interval with
+    error terms ``terms`` within ``allowed``. Both growing: :func:`split`. One growing:
+    it alone, the other's term fixed; with ``costs`` known, growing the other side too
+    (:func:`split`) when that costs fewer fitting seconds (a cheap side relieves a dear
+    one: hmm_drive_1's PyMC refit costs ~15x its LazyPPL refit)."""
+    if grow[0] and grow[1]:
+        return split(terms, allowed, costs or (1.0, 1.0), caps)
+    s = 0 if grow[0] else 1
+    alone = [1.0, 1.0]
+    alone[s] = _interval_factor(terms[s], terms[1 - s], allowed)
+    if costs is not None:
+        both = split(terms, allowed, costs, caps)
+        if both[1 - s] > 1 and _refit_cost(both, costs, grow) < _refit_cost(tuple(alone), costs, grow):
+            return both
+    return alone[0], alone[1]
+
+
 def _clip(x: float, low: float, high: float) -> float:
     """x moved into [low, high] (the interval's point nearest to x)."""
     return min(max(x, low), high)
 
 
-def _cheapest(plans: list[tuple[float, str]]) -> tuple[float, str]:
-    """The plan with the smallest factor; its reason names the other plan's factor."""
-    plans = sorted(plans, key=lambda t: t[0])
-    f, why = plans[0]
-    rest = "; ".join(f"{w.rsplit('(planned at ', 1)[-1].rstrip(')')} would need "
-                     f"{'no finite number of draws' if not math.isfinite(g) else f'{g:.3g}x'}"
-                     for g, w in plans[1:])
-    return f, (f"{why[:-1]}; {rest})" if rest else why)
-
-
 def project(result: compare.ScopeComparison, rule: compare.Rule,
             grow: tuple[bool, bool], minimal: bool = False,
-            costs: tuple[float, float] = (1.0, 1.0),
+            costs: tuple[float, float] | None = None,
             caps: tuple[float, float] = (math.inf, math.inf)) -> tuple[Projection, Projection]:
     """(candidate, baseline) projections for the sides ``grow`` marks (the other gets
-    factor 1, unless its own error alone keeps an interval undecided: then both grow).
+    factor 1, unless its own error alone keeps an interval undecided, or, with ``costs``
+    known, growing it too is cheaper: then both grow).
     Gates come from each side's own summaries; intervals from the undecided comparisons
     (``compare.interval_states`` says which end is open).
 
@@ -244,7 +257,10 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
 
     ``costs`` and ``caps`` (candidate, baseline: seconds of a refit at the present
     draws, largest factor a look may ask) shape how an interval's error allowance is
-    split when both sides grow (:func:`split`)."""
+    split when both sides grow (:func:`split`; equal costs when ``None``), and whether a
+    side not asked to grow is grown too (:func:`_pair`; only with ``costs``). Of an
+    interval's plans (at the favourable point, at the estimate) the one with the fewest
+    fitting seconds is asked of both sides."""
     margin, share = (1.0, 1.0) if minimal else (MARGIN, FAVOURABLE_SHARE)
     needs: tuple[list, list] = ([], [])
     both = grow[0] and grow[1]
@@ -263,11 +279,26 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     lo, hi = rule.sd_ratio_band
     log_lo, log_hi = math.log(lo), math.log(hi)
 
-    def add(side: int, need: tuple[float, str], terms: tuple[float, float]) -> None:
+    weights = costs or (1.0, 1.0)
+
+    def plan(terms: tuple[float, float], options: list[tuple[float, str]]) -> None:
+        """Ask both sides for the factors of the cheapest of an interval's plans
+        (``options``: the allowed error term and the reason of each); each side's reason
+        names what the other plans would have asked of it."""
         # an untrusted fit's floor is advisory: one it cannot compute (MCSE not finite)
         # leaves the gates to decide the growth
-        if trusted or all(math.isfinite(t) for t in terms):
-            needs[side].append(need)
+        if not (trusted or all(math.isfinite(t) for t in terms)):
+            return
+        pairs = [(_pair(terms, allowed, grow, costs, caps), why) for allowed, why in options]
+        best = min(range(len(pairs)), key=lambda n: _refit_cost(pairs[n][0], weights, grow))
+        chosen, why = pairs[best]
+        for side in (0, 1):
+            if not (grow[side] or chosen[side] > 1):
+                continue
+            rest = "; ".join(f"{w.rsplit('(planned at ', 1)[-1].rstrip(')')} would need "
+                             f"{'no finite number of draws' if not math.isfinite(f[side]) else f'{f[side]:.3g}x'}"
+                             for n, (f, w) in enumerate(pairs) if n != best)
+            needs[side].append((chosen[side], f"{why[:-1]}; {rest})" if rest else why))
 
     for c in result.comparisons:
         if trusted and c.verdict != compare.INCONCLUSIVE:
@@ -287,13 +318,9 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
                 # MCSE of the mean relative to its own SD (a poorly mixed fit's SD is
                 # off, e.g. 1.44x the baseline's at bulk ESS 65)
                 terms = (a.mcse_mean / a.sd * b.sd, b.mcse_mean)
-            for side in (0, 1):
-                if grow[side]:
-                    add(side, _cheapest(
-                        [(_interval_factor(terms[side], terms[1 - side], h * b.sd / rule.k, both,
-                                          side, costs, caps),
+            plan(terms, [(h * b.sd / rule.k,
                           f"{c.parameter}: D {c.d:+.3f} +- {width:.3f} -> +- {h:.3f} "
-                          f"(planned at d = {at:+.3f}, {how})") for how, at, h in plans]), terms)
+                          f"(planned at d = {at:+.3f}, {how})") for how, at, h in plans])
         if ((r_state == "open" or (not trusted and r_state != "in"))
                 and a.sd > 0 and b.sd > 0 and c.r > 0):
             log_r = math.log(c.r)
@@ -303,14 +330,9 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             if trusted:
                 plans.append(("estimate", log_r,
                               min(abs(log_r - log_lo), abs(log_r - log_hi)) / margin))
-            terms = (a.mcse_sd / a.sd, b.mcse_sd / b.sd)
-            for side in (0, 1):
-                if grow[side]:
-                    add(side, _cheapest(
-                        [(_interval_factor(terms[side], terms[1 - side], h / rule.k, both,
-                                          side, costs, caps),
-                          f"{c.parameter}: R {c.r:.3f} needs log half-width {h:.3f} "
-                          f"(planned at r = {math.exp(at):.3f}, {how})") for how, at, h in plans]), terms)
+            plan((a.mcse_sd / a.sd, b.mcse_sd / b.sd),
+                 [(h / rule.k, f"{c.parameter}: R {c.r:.3f} needs log half-width {h:.3f} "
+                               f"(planned at r = {math.exp(at):.3f}, {how})") for how, at, h in plans])
 
     def fold(items: list[tuple[float, str]], grows: bool) -> Projection:
         if not grows:
@@ -322,7 +344,7 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
         binding = tuple(why for f, why in items if f >= top / 2)[:5]
         return Projection(max(MIN_FACTOR, top), binding)
 
-    result_pair = fold(needs[0], grow[0]), fold(needs[1], grow[1])
+    result_pair = fold(needs[0], grow[0] or bool(needs[0])), fold(needs[1], grow[1] or bool(needs[1]))
     if not both and any(g and not math.isfinite(p.factor) for g, p in zip(grow, result_pair)):
         # the side that is not growing already has more error than an undecided interval
         # allows: both must grow (if that is infinite too, d or r sits on a boundary)

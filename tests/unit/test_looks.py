@@ -525,3 +525,29 @@ def test_the_look_passes_each_sides_refit_seconds_and_caps(monkeypatch):
     assert main.verdict == compare.INCONCLUSIVE
     pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE, {"pymc": 500, "lazyppl": 2000}, 1e4)
     assert seen and all(s == ((1.5, 20.0), (50.0, 100.0)) for s in seen)
+
+
+def test_a_cheap_side_not_asked_to_grow_is_grown_when_that_relieves_a_dear_one():
+    """hmm_drive_1 visible (session 12): PyMC's heavy-tailed phi had a relative SD MCSE of
+    0.065 against LazyPPL's 0.019, and a PyMC refit cost ~15x a LazyPPL one. Only PyMC was
+    asked to grow (its error is the larger): 10.1x. With the costs known, LazyPPL grows
+    too and PyMC's growth falls to ~6x, for 60 % of the fitting seconds."""
+    # r = 1.15: R = [0.88, 1.51] straddles the band's upper edge; planned at r = 1
+    c, result = one(summary(sd=1.15, mcse_sd=0.019 * 1.15), summary(mcse_sd=0.065))
+    assert c.verdict == compare.INCONCLUSIVE
+    grow = compare.sides_needing_draws(result, RULE)
+    assert grow == (False, True)
+    allowed = looks.FAVOURABLE_SHARE * math.log(1.25) / RULE.k
+    alone_lazy, alone_pymc = looks.project(result, RULE, grow)
+    assert alone_lazy.factor == 1.0
+    assert math.isclose(alone_pymc.factor, 0.065 ** 2 / (allowed ** 2 - 0.019 ** 2), rel_tol=1e-9)
+    costs = (1.0, 15.0)
+    lazy, pymc = looks.project(result, RULE, grow, costs=costs)
+    assert lazy.factor > 1 and pymc.factor < 0.65 * alone_pymc.factor
+    assert costs[0] * lazy.factor + costs[1] * pymc.factor < 0.65 * costs[1] * alone_pymc.factor
+    assert lazy.reasons and "(planned at r = 1.000, favourable" in lazy.reasons[0]
+    # the combined error meets the allowance
+    assert 0.019 ** 2 / lazy.factor + 0.065 ** 2 / pymc.factor <= allowed ** 2 * (1 + 1e-9)
+    # were LazyPPL the dear side, growing it too would not pay: PyMC alone, as before
+    lazy, pymc = looks.project(result, RULE, grow, costs=(15.0, 1.0))
+    assert lazy.factor == 1.0 and math.isclose(pymc.factor, alone_pymc.factor, rel_tol=1e-9)
