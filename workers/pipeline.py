@@ -255,6 +255,7 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     # interval's error allowance is split at the least fitting time (looks.split)
     costs = (_fit_seconds(lazy), _fit_seconds(pymc))
     caps = (MAX_DRAWS["lazyppl"] / draws["lazyppl"], MAX_DRAWS["pymc"] / draws["pymc"])
+    evidence["refit_seconds"] = {"lazyppl": round(costs[0], 3), "pymc": round(costs[1], 3)}
 
     def projections(minimal: bool) -> tuple[looks.Projection, looks.Projection]:
         p_lazy, p_pymc = looks.project(main, rule, needing, minimal, costs, caps)

@@ -523,8 +523,11 @@ def test_the_look_passes_each_sides_refit_seconds_and_caps(monkeypatch):
     pymc = Fit("pymc", {"x": rng.standard_normal((4, 60))}, timings={"total": 20.0})
     main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
     assert main.verdict == compare.INCONCLUSIVE
-    pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE, {"pymc": 500, "lazyppl": 2000}, 1e4)
+    evidence, _, _ = pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE,
+                                         {"pymc": 500, "lazyppl": 2000}, 1e4)
     assert seen and all(s == ((1.5, 20.0), (50.0, 100.0)) for s in seen)
+    # recorded, so the split can be re-derived from the evidence
+    assert evidence["refit_seconds"] == {"lazyppl": 1.5, "pymc": 20.0}
 
 
 def test_a_cheap_side_not_asked_to_grow_is_grown_when_that_relieves_a_dear_one():
