@@ -293,16 +293,22 @@ def test_the_cap_is_not_asked_when_the_budget_cannot_pay_or_the_projection_is_fa
     assert "(this look had them)" in stop
 
 
-def test_a_fixed_side_that_nearly_fills_the_allowance_makes_both_grow():
-    """catches: calibration seed 20261204 of hier6, look 1: the PyMC fit's MCSE of mu's
-    mean (0.0129, SD 0.521) took 98 % of the floor's allowance for D, so growing LazyPPL
-    alone projected 4,429x its draws, over the cap, and the audit stopped."""
+def hier6_seed_20261204_look_1():
+    """Calibration seed 20261204 of hier6, look 1, on mu: LazyPPL fails its gates (bulk ESS
+    65), PyMC does not. Returns (result, sides needing draws)."""
     cand = compare.Summary(1.534, 0.751, 0.121, 0.154, 65, 63, 1.048, 4, 1000, 0.99)
     base = compare.Summary(1.502, 0.521, 0.0129, 0.0120, 1717, 1346, 1.001, 4, 1000, 0.99)
     c = compare.compare_summaries("mu", cand, base, RULE)
     gates = tuple(compare.gate_failures({"mu": cand}, 0, RULE))
     result = compare.ScopeComparison(compare.INCONCLUSIVE, "", gates, (), (c,))
-    grow = compare.sides_needing_draws(result, RULE)
+    return result, compare.sides_needing_draws(result, RULE)
+
+
+def test_a_fixed_side_that_nearly_fills_the_allowance_makes_both_grow():
+    """catches: calibration seed 20261204 of hier6, look 1: the PyMC fit's MCSE of mu's
+    mean (0.0129, SD 0.521) took 98 % of the floor's allowance for D, so growing LazyPPL
+    alone projected 4,429x its draws, over the cap, and the audit stopped."""
+    result, grow = hier6_seed_20261204_look_1()
     assert grow == (True, False)
     p_cand, p_base = looks.project(result, RULE, grow)
     allowed = looks.FAVOURABLE_SHARE * RULE.delta * 0.521 / RULE.k
@@ -564,12 +570,7 @@ def test_while_a_fit_fails_its_gates_costs_do_not_change_the_plan():
     gates at look 1) took 3 looks and 676 s instead of 2 and 243 s once the split by cost
     applied to untrusted errors. A failing fit's MCSE is not trusted: the plan is the
     floor with equal halves (or the other side fixed), whatever the costs."""
-    cand = compare.Summary(1.534, 0.751, 0.121, 0.154, 65, 63, 1.048, 4, 1000, 0.99)
-    base = compare.Summary(1.502, 0.521, 0.0129, 0.0120, 1717, 1346, 1.001, 4, 1000, 0.99)
-    c = compare.compare_summaries("mu", cand, base, RULE)
-    gates = tuple(compare.gate_failures({"mu": cand}, 0, RULE))
-    result = compare.ScopeComparison(compare.INCONCLUSIVE, "", gates, (), (c,))
-    grow = compare.sides_needing_draws(result, RULE)
+    result, grow = hier6_seed_20261204_look_1()
     plain = looks.project(result, RULE, grow)
     for costs in ((1.0, 1.0), (1.0, 50.0), (50.0, 1.0)):
         weighed = looks.project(result, RULE, grow, costs=costs)
