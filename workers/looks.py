@@ -28,9 +28,10 @@ Two questions, asked after a look that ended ``inconclusive``:
 
   Each undecided interval is planned twice, and the cheaper plan (in fitting seconds)
   is asked of both sides: *at the estimate* (d and r taken as they are now, half-width
-  aimed at their distance to the boundary over :data:`MARGIN`), and *at the favourable point* (d = 0 and r = 1, or the
-  end of the interval nearest to them; half-width aimed at :data:`FAVOURABLE_SHARE` of
-  that point's distance to the nearer boundary, so that a new estimate which moves by
+  aimed at their distance to the boundary over :data:`MARGIN`), and *at the favourable
+  point* (d = 0 and r = 1, or the end of the interval nearest to them; half-width aimed
+  at :data:`FAVOURABLE_SHARE` of that point's distance to the nearer boundary, so that
+  a new estimate which moves by
   up to k·(1 − share)/share of its own MCSEs, 4 at k = 4 and share 1/2, still decides).
   Why: the calibration study (issue 14)
   found correct hierarchical pairs stopped because an estimate that sat by chance
@@ -187,16 +188,19 @@ def split(terms: tuple[float, float], allowed: float, costs: tuple[float, float]
     roots = [math.sqrt(c) for c in costs]
     total = a[0] * roots[0] + a[1] * roots[1]
     f = [a[i] * total / (room * roots[i]) if a[i] > 0 else 1.0 for i in (0, 1)]
-    for held in (lambda x, i: 1.0 if x < 1.0 else None,
-                 lambda x, i: caps[i] if x > caps[i] else None):
-        for i in (0, 1):
-            at = held(f[i], i)
-            if at is None:
-                continue
-            f[i] = at
-            rest = room - a[i] * a[i] / at
-            f[1 - i] = max(1.0, a[1 - i] ** 2 / rest) if rest > 0 else math.inf
-            break
+
+    def hold(i: int, at: float) -> None:
+        # side i at factor ``at``; the other takes what is left of the allowance
+        f[i] = at
+        rest = room - a[i] * a[i] / at
+        f[1 - i] = max(1.0, a[1 - i] ** 2 / rest) if rest > 0 else math.inf
+
+    below = [i for i in (0, 1) if f[i] < 1.0]
+    if below:
+        hold(below[0], 1.0)
+    above = [i for i in (0, 1) if f[i] > caps[i]]
+    if above:
+        hold(above[0], caps[above[0]])
     return f[0], f[1]
 
 
@@ -213,6 +217,14 @@ def _interval_factor(own: float, other: float, allowed: float) -> float:
     return max(1.0, own * own / (allowed * allowed - other * other))
 
 
+def _halves(terms: tuple[float, float], allowed: float) -> tuple[float, float]:
+    """Factors of two growing sides each given half of the squared allowance (the rule
+    while a fit fails its gates, or without costs)."""
+    f0, f1 = (max(1.0, t * t / (allowed * allowed / 2)) if math.isfinite(t) and allowed > 0
+              else math.inf for t in terms)
+    return f0, f1
+
+
 def _refit_cost(pair: tuple[float, float], costs: tuple[float, float],
                 grow: tuple[bool, bool]) -> float:
     """Fitting seconds of a look asking factors ``pair``: a side refits when it grows
@@ -223,16 +235,13 @@ def _refit_cost(pair: tuple[float, float], costs: tuple[float, float],
 def _pair(terms: tuple[float, float], allowed: float, grow: tuple[bool, bool],
           costs: tuple[float, float] | None, caps: tuple[float, float]) -> tuple[float, float]:
     """Factors of both sides (1 for one that keeps its fit) that bring an interval with
-    error terms ``terms`` within ``allowed``. Both growing: :func:`split`. One growing:
+    error terms ``terms`` within ``allowed``. Both growing: :func:`split` by ``costs``,
+    or equal halves without them (:func:`_halves`). One growing:
     it alone, the other's term fixed; with ``costs`` known, growing the other side too
     (:func:`split`) when that costs fewer fitting seconds (a cheap side relieves a dear
     one: hmm_drive_1's PyMC refit costs ~15x its LazyPPL refit)."""
     if grow[0] and grow[1]:
-        if costs is None:
-            # each side half the allowance (the rule while a fit fails its gates)
-            return tuple(max(1.0, t * t / (allowed * allowed / 2)) if math.isfinite(t) and allowed > 0
-                         else math.inf for t in terms)
-        return split(terms, allowed, costs, caps)
+        return _halves(terms, allowed) if costs is None else split(terms, allowed, costs, caps)
     s = 0 if grow[0] else 1
     alone = [1.0, 1.0]
     alone[s] = _interval_factor(terms[s], terms[1 - s], allowed)
@@ -254,7 +263,7 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             caps: tuple[float, float] = (math.inf, math.inf)) -> tuple[Projection, Projection]:
     """(candidate, baseline) projections for the sides ``grow`` marks (the other gets
     factor 1, unless its own error alone keeps an interval undecided, or, with ``costs``
-    known, growing it too is cheaper: then both grow).
+    known and both fits passing their gates, growing it too is cheaper: then both grow).
     Gates come from each side's own summaries; intervals from the undecided comparisons
     (``compare.interval_states`` says which end is open).
 
@@ -265,10 +274,11 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
 
     ``costs`` and ``caps`` (candidate, baseline: seconds of a refit at the present
     draws, largest factor a look may ask) shape how an interval's error allowance is
-    split when both sides grow (:func:`split`; equal costs when ``None``), and whether a
-    side not asked to grow is grown too (:func:`_pair`; only with ``costs``). Of an
-    interval's plans (at the favourable point, at the estimate) the one with the fewest
-    fitting seconds is asked of both sides."""
+    split when both sides grow (:func:`split`; equal halves when ``None``), and whether a
+    side not asked to grow is grown too (:func:`_pair`; only with ``costs``). Costs are
+    used only while both fits pass their gates (module docstring). Of an interval's plans
+    (at the favourable point, at the estimate) the one with the fewest fitting seconds is
+    asked of both sides."""
     margin, share = (1.0, 1.0) if minimal else (MARGIN, FAVOURABLE_SHARE)
     needs: tuple[list, list] = ([], [])
     both = grow[0] and grow[1]

@@ -251,8 +251,9 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     # PyMC against the reference undecided: PyMC grows for it too
     ref_open = vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE
 
-    # what each side's draws cost, and the most a look may ask of it: when both grow, an
-    # interval's error allowance is split at the least fitting time (looks.split)
+    # what each side's draws cost, and the most a look may ask of it: when both grow (and
+    # both pass their gates), an interval's error allowance is split at the least fitting
+    # time (looks.split)
     costs = (_fit_seconds(lazy), _fit_seconds(pymc))
     caps = (MAX_DRAWS["lazyppl"] / draws["lazyppl"], MAX_DRAWS["pymc"] / draws["pymc"])
     evidence["refit_seconds"] = {"lazyppl": round(costs[0], 3), "pymc": round(costs[1], 3)}
