@@ -225,6 +225,36 @@ def side(fit: Fit, bases: list[str]) -> dict:
             "rhat_max": rhat, "sample_s": fit.timings.get("sample")}
 
 
+def audit_time_to_target(name: str, seed: int) -> dict:
+    """Issue 14's goal, on a --versus-nuts posterior: grow the LazyPPL side's draws at the
+    audit's own settings (warm-up, thin, kernel fixed) until one run of 4 chains reaches
+    TARGET_ESS bulk ESS on every compared scalar; wall seconds are the whole sandboxed
+    harness run (``fit.timings["run"]``: start-up, Laplace and warm-up included; the
+    binary is already compiled)."""
+    from workers.settings import AuditSettings
+
+    q = AuditSettings().lazyppl
+    lazy_src, _, data, bases = versus_programs(name)
+    draws, attempts = q.draws, []
+    for _ in range(5):
+        fit = fit_lazyppl(lazy_src, data, chains=q.chains, warmup=q.warmup, draws=draws,
+                          thin=q.thin, kernel=q.kernel, seed=seed, limits=LIMITS)
+        ess = bulk_ess(fit, compared(fit, bases))
+        worst = min(ess, key=ess.get)
+        rhat = max(float(az.rhat(fit.draws[n])) for n in ess)
+        attempts.append({"draws": draws, "wall_s": fit.timings["run"],
+                         "cpu_s": float(fit.stats["cpu_seconds"]), "ess_min": ess[worst],
+                         "worst": worst, "rhat_max": rhat})
+        print(f"  {name}: {q.chains} x {draws} draws (thin {q.thin}, warm-up {q.warmup}): "
+              f"{fit.timings['run']:.1f} s wall, {fit.stats['cpu_seconds']:.1f} CPU-s, min bulk "
+              f"ESS {ess[worst]:.0f} ({worst}), R-hat max {rhat:.3f}", flush=True)
+        if ess[worst] >= TARGET_ESS:
+            return {"reached": True, "draws": draws, "wall_s": fit.timings["run"],
+                    "attempts": attempts}
+        draws = min(100_000, math.ceil(draws * 1.25 * TARGET_ESS / max(ess[worst], 1.0)))
+    return {"reached": False, "attempts": attempts}
+
+
 def versus_nuts(names: list[str], seed: int) -> dict:
     from workers.pymc_runner import fit_pymc
     from workers.settings import AuditSettings
@@ -297,8 +327,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--versus-nuts", action="store_true",
                         help="default kernel against PyMC NUTS on the issue-14 posteriors")
+    parser.add_argument("--to-target", action="store_true",
+                        help=f"wall time for the default kernel at the audit's settings to reach "
+                             f"{TARGET_ESS} bulk ESS on the issue-14 posteriors (draws grown)")
     parser.add_argument("--only", choices=sorted(VERSUS), action="append",
-                        help="with --versus-nuts: these posteriors only")
+                        help="with --versus-nuts or --to-target: these posteriors only")
     parser.add_argument("--posterior", choices=sorted(POSTERIORS), action="append")
     parser.add_argument("--seed", type=int, default=20240601)
     parser.add_argument("--chains", metavar="POSTERIOR",
@@ -312,6 +345,17 @@ def main() -> None:
     if args.chains:
         seed = None if "--seed" not in sys.argv else args.seed
         results = per_chain(args.chains, seed)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+        return
+    if args.to_target:
+        results = {}
+        for name in args.only or list(VERSUS):
+            results[name] = audit_time_to_target(name, args.seed)
+            r = results[name]
+            print(f"{name}: {TARGET_ESS} bulk ESS " + (
+                f"in {r['wall_s']:.1f} s wall ({r['draws']} draws per chain)" if r["reached"]
+                else "not reached") + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
         if args.json:
             args.json.write_text(json.dumps(results, indent=2))
         return

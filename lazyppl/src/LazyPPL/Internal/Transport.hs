@@ -21,7 +21,8 @@
 -- The target in (z_a, w) is π(z_a, m(z_a) + S(z_a) w) · det S(z_a), and
 -- det S = ∏_i s_i.  One update draws z_a' from its conditional given w by
 -- univariate slice sampling ("LazyPPL.Internal.Slice".'sliceOffset') and
--- maps back: z_R' = m(z_a') + S(z_a') w.
+-- maps back: z_R' = m(z_a') + S(z_a') w; then, with z_a' fixed, it moves all
+-- of w at once by elliptical slice sampling ('ellipticalStep').
 --
 -- Why it is exact.  (z_a, z_R) ↦ (z_a, w) is a fixed bijection (for each x,
 -- an affine map of z_R with Jacobian 1 / det S(x)), so the target in the
@@ -377,53 +378,77 @@ transportStep eval jacobian trs g0 st =
       f0 = csLogWeight st - 0.5 * (za * za + sumSquares zr) + (if jacobian then U.sum l0 else 0)
       (found, n, bad, g3) = sliceOffset (trWidth tr) (\dx -> logDensity (za + dx)) f0 g2
       st1 = maybe st (\ev -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)) found
-      (st2, nb, bb, g4) = blockStep eval trs tr g3 st1
+      (st2, nb, bb, g4) = ellipticalStep eval trs tr g3 st1
   in (st2, n + nb, bad + bb, g4)
 
--- | Block steps of the transported sites in w coordinates, with z_a fixed.
-blockSteps :: U.Vector Double
-blockSteps = U.fromList [0.1, 0.25, 0.5, 0.8]
-
--- | One MH move of all transported sites at once with the hyper site fixed:
--- in w = (z_R − m(z_a))/s(z_a), w' = ρ w + β ξ (β from 'blockSteps' chosen
--- at random, ρ = √(1 − β²)), reversible for N(0, I) in w, so the acceptance
--- ratio is target(z') / target(z) · N(w; 0, I) / N(w'; 0, I) (the Jacobian
--- ∏ s_i(z_a) cancels: z_a does not move).  Exact for any m, s; efficient
--- when w given z_a is close to N(0, I), which the conditional-mode transport
--- aims at: then the many sites a hyper site controls move together instead
--- of one at a time.
-blockStep
+-- | Elliptical slice sampling (Murray, Adams and MacKay 2010) of all the
+-- transported sites at once, in w = S(z_a)⁻¹ (z_R − m(z_a)) with the hyper
+-- site fixed.  Given z_a the target in w is N(w; 0, I) · L(w) with
+-- L = target(z) / N(w; 0, I) (det S(z_a) is constant and drops out).  The
+-- update draws ν ~ N(0, I) and a level log L(w) + log u, then searches the
+-- ellipse w cos θ + ν sin θ, θ uniform in a bracket of width 2π around 0
+-- that shrinks towards θ = 0 (the current point) on each rejection.  It
+-- leaves N(0, I) · L invariant for any fixed m and S, so (as for the hyper
+-- site's slice step) it is a Gibbs step in fixed coordinates; unread sites
+-- take their values from the update's one fresh seed.
+--
+-- Why elliptical slice rather than one MH move w' = ρ w + β ξ with β from
+-- a fixed list (session 12's move): the angle adapts to the conditional's
+-- width at every update and the move never stays put, so the many sites a
+-- hyper site controls move together at the scale they allow.  Measured
+-- (4 × 1,000 draws, seeds 20240601 and 7): hier100's min bulk ESS over the
+-- θ's 213 → 904 with μ 286 → 404, the 6-group model's 1001/1193 → 1668/1610,
+-- gp_pois_regr's α and ρ 16/10 → 55/35 (R-hat 1.18/1.34 → 1.11/1.12) at
+-- 0–35 % more CPU; posteriors without a transport are unchanged.
+ellipticalStep
   :: (Word64 -> Sites -> Evaluation a) -> [Transport] -> Transport -> Gen -> ChainState a
   -> (ChainState a, Int, Int, Gen)
-blockStep eval trs tr g0 st =
-  let (k64, g1) = nextWord64 g0
-      beta = blockSteps U.! fromIntegral (k64 `mod` fromIntegral (U.length blockSteps))
-      rho = sqrt (1 - beta * beta)
-      (seed, g2) = nextWord64 g1
+ellipticalStep eval trs tr g0 st =
+  let (seed, g1) = nextWord64 g0
       sites0 = csSites st
       current b = IM.findWithDefault (freshNormal seed b) b sites0
       za = current (trSite tr)
       others = trOthers tr
-      r = U.length others
       zr = U.map current others
       (m, l, low) = combined trs tr current za
       w = standardise m l low zr
-      (xi, g3) = normals r g2
-      w' = U.zipWith (\wi e -> rho * wi + beta * e) w xi
-      zr' = unstandardise m l low w'
-      (u, g4) = nextUniform g3
-  in if U.any (\v -> isNaN v || isInfinite v) zr'
-       then (st, 0, 0, g4)
-       else
-         let ev = eval seed (placed (trSite tr) za others zr' sites0)
-             lw = evLogWeight ev
-             logRatio = lw - csLogWeight st - 0.5 * (sumSquares zr' - sumSquares zr)
-                          + 0.5 * (sumSquares w' - sumSquares w)
-         in if not (validLogWeight lw)
-              then (st, 1, 1, g4)
-              else if log u < logRatio
-                then (ChainState (evSites ev) lw (evValue ev), 1, 0, g4)
-                else (st, 1, 0, g4)
+      (nu, g2) = normals (U.length others) g1
+      (u, g3) = nextUniform g2
+      level = csLogWeight st - 0.5 * sumSquares zr + 0.5 * sumSquares w + log u
+      (v, g4) = nextUniform g3
+      theta0 = 2 * pi * v
+      -- log L on the ellipse at angle θ, and the evaluation there
+      at theta =
+        let w' = U.zipWith (\wi ni -> wi * cos theta + ni * sin theta) w nu
+            zr' = unstandardise m l low w'
+        in if U.any (\x -> isNaN x || isInfinite x) zr'
+             then (-1 / 0, Nothing)
+             else
+               let ev = eval seed (placed (trSite tr) za others zr' sites0)
+                   lw = evLogWeight ev
+               in if validLogWeight lw
+                    then (lw - 0.5 * sumSquares zr' + 0.5 * sumSquares w', Just ev)
+                    else (-1 / 0, Nothing)
+      shrink !lo !hi !theta !g !n !bad
+        | n >= maxEllipseShrinks = (st, n, bad, g)
+        | otherwise =
+            let (f, found) = at theta
+                bad' = if isJust found then bad else bad + 1
+            in case found of
+                 Just ev | f > level -> (ChainState (evSites ev) (evLogWeight ev) (evValue ev), n + 1, bad', g)
+                 _ ->
+                   let (lo', hi') = if theta < 0 then (theta, hi) else (lo, theta)
+                       (q, g') = nextUniform g
+                   in shrink lo' hi' (lo' + q * (hi' - lo')) g' (n + 1) bad'
+  in shrink (theta0 - 2 * pi) theta0 theta0 g4 0 0
+
+-- | Most evaluations of one elliptical slice update before it keeps the
+-- current point.  In exact arithmetic the shrinking bracket always ends in
+-- the slice (θ = 0 is in it); the bound guards against a bracket floating
+-- point can no longer split, where staying put is the collapsed bracket's
+-- own answer.
+maxEllipseShrinks :: Int
+maxEllipseShrinks = 100
 
 -- | w = S⁻¹ (z_R − m) and its inverse z_R = m + S w, with S lower
 -- triangular: diagonal exp l, strictly lower part @low@ (r × r row-major;
