@@ -398,7 +398,7 @@ transportStep eval jacobian trs g0 st =
 -- hyper site controls move together at the scale they allow.  Measured
 -- (4 × 1,000 draws, seeds 20240601 and 7): hier100's min bulk ESS over the
 -- θ's 213 → 904 with μ 286 → 404, the 6-group model's 1001/1193 → 1668/1610,
--- gp_pois_regr's α and ρ 16/10 → 55/35 (R-hat 1.18/1.34 → 1.11/1.12) at
+-- gp_pois_regr's min over α and ρ 16/10 → 29/35 (R-hat 1.18/1.34 → 1.11/1.12) at
 -- 0–35 % more CPU; posteriors without a transport are unchanged.
 ellipticalStep
   :: (Word64 -> Sites -> Evaluation a) -> [Transport] -> Transport -> Gen -> ChainState a
