@@ -164,21 +164,34 @@ def cold_compile_and_startup(source: str, data: dict) -> dict:
     return {"cold_compile_s": compiled.seconds, "cached_startup_s": startup}
 
 
-def time_to_target(source: str, data: dict, bases: list[str], seed: int) -> dict:
-    """Grow draws (warm-up fixed) until one default-kernel run reaches TARGET_ESS."""
-    warmup, draws = KERNELS["default"]["warmup"], KERNELS["default"]["draws"]
+def time_to_target(source: str, data: dict, bases: list[str], seed: int, *,
+                   warmup: int = KERNELS["default"]["warmup"], thin: int = 1,
+                   draws: int = KERNELS["default"]["draws"], max_draws: int = 200_000,
+                   chains: int = CHAINS, kernel: str = "default",
+                   label: str | None = None) -> dict:
+    """Grow draws (warm-up and thin fixed) until one run reaches TARGET_ESS bulk ESS on
+    every compared scalar; wall seconds are the sandboxed harness run
+    (``fit.timings["run"]``: start-up, Laplace step and warm-up included, the binary
+    already compiled). With ``label``, each attempt is printed."""
     attempts = []
     for _ in range(5):
-        fit = fit_lazyppl(source, data, chains=CHAINS, warmup=warmup, draws=draws, thin=1,
-                          kernel="default", seed=seed, limits=LIMITS)
-        ess_min = min(bulk_ess(fit, compared(fit, bases)).values())
-        attempts.append({"draws": draws, "wall_s": fit.timings["run"], "ess_min": ess_min})
-        if ess_min >= TARGET_ESS:
+        fit = fit_lazyppl(source, data, chains=chains, warmup=warmup, draws=draws, thin=thin,
+                          kernel=kernel, seed=seed, limits=LIMITS)
+        ess = bulk_ess(fit, compared(fit, bases))
+        worst = min(ess, key=ess.get)
+        rhat = max(float(az.rhat(fit.draws[n])) for n in ess)
+        attempts.append({"draws": draws, "wall_s": fit.timings["run"],
+                         "cpu_s": float(fit.stats["cpu_seconds"]), "ess_min": ess[worst],
+                         "worst": worst, "rhat_max": rhat})
+        if label:
+            print(f"  {label}: {chains} x {draws} draws (thin {thin}, warm-up {warmup}): "
+                  f"{fit.timings['run']:.1f} s wall, {fit.stats['cpu_seconds']:.1f} CPU-s, min "
+                  f"bulk ESS {ess[worst]:.0f} ({worst}), R-hat max {rhat:.3f}", flush=True)
+        if ess[worst] >= TARGET_ESS:
             return {"reached": True, "draws": draws, "wall_s": fit.timings["run"],
-                    "ess_min": ess_min, "attempts": attempts}
-        draws = min(200_000, math.ceil(draws * 1.25 * TARGET_ESS / max(ess_min, 1.0)))
+                    "ess_min": ess[worst], "attempts": attempts}
+        draws = min(max_draws, math.ceil(draws * 1.25 * TARGET_ESS / max(ess[worst], 1.0)))
     return {"reached": False, "attempts": attempts}
-
 
 ROOT = HERE.parent
 GEOMETRY = ROOT / "tests" / "fixtures" / "geometry"
@@ -232,33 +245,15 @@ def side(fit: Fit, bases: list[str]) -> dict:
 
 
 def audit_time_to_target(name: str, seed: int) -> dict:
-    """Issue 14's goal, on a --versus-nuts posterior: grow the LazyPPL side's draws at the
-    audit's own settings (warm-up, thin, kernel fixed) until one run of 4 chains reaches
-    TARGET_ESS bulk ESS on every compared scalar; wall seconds are the whole sandboxed
-    harness run (``fit.timings["run"]``: start-up, Laplace and warm-up included; the
-    binary is already compiled)."""
+    """Issue 14's goal on a --versus-nuts posterior: :func:`time_to_target` of its LazyPPL
+    side at the audit's own settings (chains, warm-up, thin, kernel, first draws)."""
     from workers.settings import AuditSettings
 
     q = AuditSettings().lazyppl
     lazy_src, _, data, bases = versus_programs(name)
-    draws, attempts = q.draws, []
-    for _ in range(5):
-        fit = fit_lazyppl(lazy_src, data, chains=q.chains, warmup=q.warmup, draws=draws,
-                          thin=q.thin, kernel=q.kernel, seed=seed, limits=LIMITS)
-        ess = bulk_ess(fit, compared(fit, bases))
-        worst = min(ess, key=ess.get)
-        rhat = max(float(az.rhat(fit.draws[n])) for n in ess)
-        attempts.append({"draws": draws, "wall_s": fit.timings["run"],
-                         "cpu_s": float(fit.stats["cpu_seconds"]), "ess_min": ess[worst],
-                         "worst": worst, "rhat_max": rhat})
-        print(f"  {name}: {q.chains} x {draws} draws (thin {q.thin}, warm-up {q.warmup}): "
-              f"{fit.timings['run']:.1f} s wall, {fit.stats['cpu_seconds']:.1f} CPU-s, min bulk "
-              f"ESS {ess[worst]:.0f} ({worst}), R-hat max {rhat:.3f}", flush=True)
-        if ess[worst] >= TARGET_ESS:
-            return {"reached": True, "draws": draws, "wall_s": fit.timings["run"],
-                    "attempts": attempts}
-        draws = min(100_000, math.ceil(draws * 1.25 * TARGET_ESS / max(ess[worst], 1.0)))
-    return {"reached": False, "attempts": attempts}
+    return time_to_target(lazy_src, data, bases, seed, warmup=q.warmup, thin=q.thin,
+                          draws=q.draws, max_draws=100_000, chains=q.chains, kernel=q.kernel,
+                          label=name)
 
 
 def versus_nuts(names: list[str], seed: int) -> dict:
