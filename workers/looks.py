@@ -19,14 +19,15 @@ Two questions, asked after a look that ended ``inconclusive``:
   side for up to twice the draws it needed). A side that is not asked to grow is grown
   too when its own error takes more than half of the budget (growing the other alone
   would cost without bound as that error nears the budget) or, with each side's refit
-  seconds known (the pipeline passes them), when growing both costs less than growing
+  cost known (the pipeline passes the work it counts, not seconds it times, so that
+  the same seeds give the same plan), when growing both costs less than growing
   the other alone: a cheap fit with a small error relieves a dear one. Costs weigh only
   where both fits pass their gates: while one fails, its MCSE is not to be trusted and
   each side is given half of the allowance, as before (the whole corpus with the split
   applied there too: gp_pois_regr's full scope took 3 looks and 676 s instead of 2 and
   243 s, its LazyPPL side's gate-curing draws having lost the interval's slack).
 
-  Each undecided interval is planned twice, and the cheaper plan (in fitting seconds)
+  Each undecided interval is planned twice, and the cheaper plan (in fitting cost)
   is asked of both sides: *at the estimate* (d and r taken as they are now, half-width
   aimed at their distance to the boundary over :data:`MARGIN`), and *at the favourable
   point* (d = 0 and r = 1, or the end of the interval nearest to them; half-width aimed
@@ -172,8 +173,9 @@ def split(terms: tuple[float, float], allowed: float, costs: tuple[float, float]
     half-width is k·√(a₀² + a₁²) (``terms`` = the error terms a, each shrinking as
     1/√f) comes down to k·``allowed``, at the least fitting time c₀f₀ + c₁f₁.
 
-    ``costs``: seconds a refit of each side takes at its present draws (the two fits of
-    a look share the cores, so their seconds add). Minimising Σ cᵢfᵢ subject to
+    ``costs``: what a refit of each side costs at its present draws, in any common unit
+    (the pipeline counts sampler work, :func:`workers.pipeline._refit_work`; the two fits
+    of a look share the cores, so their costs add). Minimising Σ cᵢfᵢ subject to
     Σ aᵢ²/fᵢ = allowed² gives fᵢ = aᵢ·Σⱼ aⱼ√cⱼ / (allowed²·√cᵢ): the side with the larger
     error, or the cheaper draws, takes more of the growth. A side whose share falls
     below 1 keeps its draws, and one above its cap (``caps``, in factors) is held at
@@ -227,7 +229,7 @@ def _halves(terms: tuple[float, float], allowed: float) -> tuple[float, float]:
 
 def _refit_cost(pair: tuple[float, float], costs: tuple[float, float],
                 grow: tuple[bool, bool]) -> float:
-    """Fitting seconds of a look asking factors ``pair``: a side refits when it grows
+    """Fitting cost of a look asking factors ``pair``: a side refits when it grows
     (factor above 1, or asked to grow anyway); one that keeps its fit costs nothing."""
     return sum(c * f for c, f, g in zip(costs, pair, grow) if g or f > 1)
 
@@ -238,7 +240,7 @@ def _pair(terms: tuple[float, float], allowed: float, grow: tuple[bool, bool],
     error terms ``terms`` within ``allowed``. Both growing: :func:`split` by ``costs``,
     or equal halves without them (:func:`_halves`). One growing:
     it alone, the other's term fixed; with ``costs`` known, growing the other side too
-    (:func:`split`) when that costs fewer fitting seconds (a cheap side relieves a dear
+    (:func:`split`) when that costs less (a cheap side relieves a dear
     one: hmm_drive_1's PyMC refit costs ~15x its LazyPPL refit)."""
     if grow[0] and grow[1]:
         return _halves(terms, allowed) if costs is None else split(terms, allowed, costs, caps)
@@ -272,12 +274,12 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     interval just narrow enough if the new estimate lands exactly at the favourable
     point or where it is now).
 
-    ``costs`` and ``caps`` (candidate, baseline: seconds of a refit at the present
+    ``costs`` and ``caps`` (candidate, baseline: cost of a refit at the present
     draws, largest factor a look may ask) shape how an interval's error allowance is
     split when both sides grow (:func:`split`; equal halves when ``None``), and whether a
     side not asked to grow is grown too (:func:`_pair`; only with ``costs``). Costs are
     used only while both fits pass their gates (module docstring). Of an interval's plans
-    (at the favourable point, at the estimate) the one with the fewest fitting seconds is
+    (at the favourable point, at the estimate) the one with the least fitting cost is
     asked of both sides."""
     margin, share = (1.0, 1.0) if minimal else (MARGIN, FAVOURABLE_SHARE)
     needs: tuple[list, list] = ([], [])

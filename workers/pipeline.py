@@ -214,6 +214,40 @@ DIVERGING_GROWTH = 4.0
 BUDGET_USE = 0.8
 
 
+#: One NUTS leapfrog step of the PyMC side (one gradient of its log density) counted in
+#: LazyPPL model evaluations, to weigh the two sides' refits against each other
+#: (:func:`_refit_work`): the median of (PyMC sampling seconds per step) / (LazyPPL run
+#: seconds per evaluation) over 32 scope fits of 15 corpus posteriors, 1.42 (quartiles
+#: 0.45-3.4, range 0.15-25: PyMC's steps are dearest on scan-based time series), from
+#: benchmarks/refit_costs.py, reports/refit_costs.json. A fixed constant, not a measured
+#: per-audit figure: when the plan was weighed by measured seconds (sessions 14-15) it
+#: changed with the machine's load, so the same seeds did not give the same draws. A
+#: look that grows both sides of a model whose true ratio is q times off this costs at
+#: most (2 + √q + 1/√q) / 4 of the best split: 12.5 % more at q = 4, 67 % at q = 20.
+PYMC_STEP_IN_EVALUATIONS = 1.4
+
+
+def _refit_work(fit: Fit) -> float:
+    """What refitting this fit at its draws costs, in LazyPPL model evaluations, from the
+    counts the samplers report, which are fixed by the seeds (unlike seconds): a LazyPPL
+    fit's model evaluations over all chains (start-state search, Laplace step and warm-up
+    included); a PyMC fit's NUTS leapfrog steps (each chain's mean steps per kept draw
+    times its tuning and kept draws) times :data:`PYMC_STEP_IN_EVALUATIONS`. NaN when a
+    fit does not report them: :func:`workers.looks.split` then counts the sides as equal."""
+    if fit.language == "lazyppl":
+        chains = fit.stats.get("chains") or []
+        counts = [c.get("evaluations") for c in chains if isinstance(c, dict)]
+        if not counts or not all(isinstance(n, (int, float)) and n >= 0 for n in counts):
+            return math.nan
+        return float(sum(counts))
+    steps = fit.stats.get("n_steps")
+    per_chain = int(fit.sampler.get("tune") or 0) + int(fit.sampler.get("draws") or 0)
+    if not (isinstance(steps, list) and steps and per_chain > 0
+            and all(isinstance(n, (int, float)) and n >= 0 for n in steps)):
+        return math.nan
+    return float(sum(steps)) * per_chain * PYMC_STEP_IN_EVALUATIONS
+
+
 def _fit_seconds(fit: Fit) -> float:
     """Seconds a refit of this fit's kind costs per this many draws: a PyMC refit in
     the same session only samples (its program stays compiled); a LazyPPL fit reruns
@@ -252,11 +286,18 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     ref_open = vs_ref is not None and vs_ref.verdict == compare.INCONCLUSIVE
 
     # what each side's draws cost, and the most a look may ask of it: when both grow (and
-    # both pass their gates), an interval's error allowance is split at the least fitting
-    # time (looks.split)
-    costs = (_fit_seconds(lazy), _fit_seconds(pymc))
+    # both pass their gates), an interval's error allowance is split at the least work
+    # (looks.split). The work is counted, not timed, so the plan (and the next look's
+    # draws) follows from the seeds; the seconds only check the wall budget.
+    costs = tuple(float(round(w)) if math.isfinite(w) else math.nan
+                  for w in (_refit_work(lazy), _refit_work(pymc)))
     caps = (MAX_DRAWS["lazyppl"] / draws["lazyppl"], MAX_DRAWS["pymc"] / draws["pymc"])
-    evidence["refit_seconds"] = {"lazyppl": round(costs[0], 3), "pymc": round(costs[1], 3)}
+    evidence["refit_work"] = {side: (int(c) if math.isfinite(c) else None)
+                              for side, c in zip(("lazyppl", "pymc"), costs)}
+    if not all(math.isfinite(c) and c > 0 for c in costs):
+        costs = None  # a side's work not reported: equal halves (looks.project)
+    evidence["refit_seconds"] = {"lazyppl": round(_fit_seconds(lazy), 3),
+                                 "pymc": round(_fit_seconds(pymc), 3)}
 
     def projections(minimal: bool) -> tuple[looks.Projection, looks.Projection]:
         p_lazy, p_pymc = looks.project(main, rule, needing, minimal, costs, caps)

@@ -2,6 +2,7 @@
 import math
 
 import numpy as np
+import pytest
 
 from workers import compare, looks
 
@@ -501,9 +502,24 @@ def test_the_projection_splits_by_what_each_side_costs():
     assert 1.0 * lazy.factor + 20.0 * pymc.factor < 21.0 * same[0].factor
 
 
-def test_the_look_passes_each_sides_refit_seconds_and_caps(monkeypatch):
-    from workers import pipeline
+def _counted_fits(rng, lazy_seconds: float, pymc_seconds: float):
+    """A LazyPPL and a PyMC fit that pass their gates (4 x 1,000 independent draws) with
+    means 0.15 SD apart, so d's interval straddles delta = 0.2 and both sides must grow,
+    with the work each sampler reports: 4 chains of 30,000 LazyPPL evaluations; NUTS at
+    7 leapfrog steps per draw over 1,000 tuning and 500 kept draws."""
     from workers.fit import Fit
+
+    lazy = Fit("lazyppl", {"x": rng.standard_normal((4, 1000))},
+               stats={"chains": [{"evaluations": 30_000} for _ in range(4)]},
+               timings={"total": lazy_seconds})
+    pymc = Fit("pymc", {"x": 0.15 + rng.standard_normal((4, 1000))},
+               sampler={"tune": 1000, "draws": 500}, stats={"n_steps": [7.0] * 4},
+               timings={"total": pymc_seconds})
+    return lazy, pymc
+
+
+def test_the_look_passes_each_sides_counted_work_and_caps(monkeypatch):
+    from workers import pipeline
 
     seen = []
     real = looks.project
@@ -513,16 +529,72 @@ def test_the_look_passes_each_sides_refit_seconds_and_caps(monkeypatch):
         return real(result, rule, grow, minimal, costs, caps)
 
     monkeypatch.setattr(looks, "project", spy)
-    rng = np.random.default_rng(3)
-    lazy = Fit("lazyppl", {"x": rng.standard_normal((4, 60))}, timings={"total": 1.5})
-    pymc = Fit("pymc", {"x": rng.standard_normal((4, 60))}, timings={"total": 20.0})
+    lazy, pymc = _counted_fits(np.random.default_rng(3), 1.5, 20.0)
     main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
     assert main.verdict == compare.INCONCLUSIVE
     evidence, _, _ = pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE,
                                          {"pymc": 500, "lazyppl": 2000}, 1e4)
-    assert seen and all(s == ((1.5, 20.0), (50.0, 100.0)) for s in seen)
-    # recorded, so the split can be re-derived from the evidence
+    work = (120_000.0, 4 * 7 * 1500 * pipeline.PYMC_STEP_IN_EVALUATIONS)
+    assert seen and all(s == (work, (50.0, 100.0)) for s in seen)
+    # recorded, so the split can be re-derived from the evidence; seconds only for the budget
+    assert evidence["refit_work"] == {"lazyppl": 120_000, "pymc": round(work[1])}
     assert evidence["refit_seconds"] == {"lazyppl": 1.5, "pymc": 20.0}
+
+
+def test_the_next_look_follows_from_the_draws_not_from_how_long_they_took():
+    """Same seeds, same draws: a look's plan must not change with the machine's load. Since
+    session 14 the split was weighed by measured seconds, so look 2's draws varied from run
+    to run (an integration test met a PyMC divergence at some draw counts and not others)."""
+    from workers import pipeline
+
+    plans = []
+    for lazy_s, pymc_s in ((1.5, 20.0), (20.0, 1.5), (3.0, 3.0)):
+        lazy, pymc = _counted_fits(np.random.default_rng(3), lazy_s, pymc_s)
+        main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
+        assert main.verdict == compare.INCONCLUSIVE and main.gates_passed
+        evidence, stop, nxt = pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE,
+                                                  {"pymc": 500, "lazyppl": 2000}, 1e4)
+        assert stop is None
+        plans.append((nxt, evidence["projection"]))
+    assert plans[0] == plans[1] == plans[2]
+    assert plans[0][0]["lazyppl"] > 2000 and plans[0][0]["pymc"] > 500
+
+
+def test_refit_work_counts_what_the_samplers_report():
+    from workers import pipeline
+    from workers.fit import Fit
+
+    lazy, pymc = _counted_fits(np.random.default_rng(0), 1.0, 1.0)
+    assert pipeline._refit_work(lazy) == 120_000
+    assert pipeline._refit_work(pymc) == pytest.approx(4 * 7 * 1500 * pipeline.PYMC_STEP_IN_EVALUATIONS)
+    # not reported (a backend without n_steps, a malformed count): not a number, and the
+    # look falls back to equal halves instead of guessing
+    assert math.isnan(pipeline._refit_work(Fit("pymc", {}, sampler={"tune": 10, "draws": 10})))
+    assert math.isnan(pipeline._refit_work(Fit("lazyppl", {}, stats={"chains": [{"evaluations": "x"}]})))
+    assert math.isnan(pipeline._refit_work(Fit("pymc", {}, sampler={"tune": 10, "draws": 10},
+                                               stats={"n_steps": [3.0, None]})))
+
+
+def test_without_counted_work_the_look_gives_each_side_half(monkeypatch):
+    from workers import pipeline
+    from workers.fit import Fit
+
+    seen = []
+    real = looks.project
+
+    def spy(result, rule, grow, minimal=False, costs=(1.0, 1.0), caps=(math.inf, math.inf)):
+        seen.append(costs)
+        return real(result, rule, grow, minimal, costs, caps)
+
+    monkeypatch.setattr(looks, "project", spy)
+    rng = np.random.default_rng(3)
+    lazy = Fit("lazyppl", {"x": rng.standard_normal((4, 60))}, timings={"total": 1.5})
+    pymc = Fit("pymc", {"x": rng.standard_normal((4, 60))}, timings={"total": 20.0})
+    main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
+    evidence, _, _ = pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE,
+                                         {"pymc": 500, "lazyppl": 2000}, 1e4)
+    assert seen and all(c is None for c in seen)
+    assert evidence["refit_work"] == {"lazyppl": None, "pymc": None}
 
 
 def test_a_cheap_side_not_asked_to_grow_is_grown_when_that_relieves_a_dear_one():
