@@ -249,12 +249,15 @@ def _refit_work(fit: Fit) -> float:
 
 
 def _fit_seconds(fit: Fit) -> float:
-    """Seconds a refit of this fit's kind costs per this many draws: a PyMC refit in
-    the same session only samples (its program stays compiled); a LazyPPL fit reruns
-    its cached binary."""
+    """Seconds a refit of this fit's kind costs per this many draws, checked against the
+    wall budget (never used to plan the draws): a PyMC refit in the same session only
+    samples (its program stays compiled); a LazyPPL fit reruns its cached binary, so the
+    sandboxed run counts, not a first fit's GHC compile (5-12 s cold)."""
     t = fit.timings
     if "session" in fit.stats:
         return float(t.get("sample") or 0.0) + 0.5
+    if fit.language == "lazyppl" and t.get("run"):
+        return float(t["run"]) + 0.2
     return float(t.get("total") or t.get("process") or t.get("sample") or 0.0)
 
 
