@@ -64,6 +64,37 @@ spec = do
            && denseToRows (denseMatrix rows) == rows
     it "dotProduct is the inner product" $
       dotProduct [1, 2, 3] [4, 5, 6] `shouldBe` 32
+    it "cholesky gives L with L Lᵀ = A, zeros above the diagonal, reading A's lower triangle" $
+      property $ \(Positive n0) seed ->
+        let n = n0 `mod` 12 + 1
+            -- A = B Bᵀ + n I: symmetric positive definite
+            b = [[fromIntegral ((i * 5 + j * 3 + seed) `mod` 7) - 3 | j <- [1 .. n]] | i <- [1 .. n :: Int]]
+            a = [[sum (zipWith (*) ri rj) + (if i == j then fromIntegral n else 0) | (j, rj) <- zip [0 :: Int ..] b]
+                | (i, ri) <- zip [0 :: Int ..] b]
+            -- garbage above the diagonal must not matter
+            lowerOnly = [[if j > i then 1e9 else x | (j, x) <- zip [0 :: Int ..] row] | (i, row) <- zip [0 :: Int ..] a]
+        in case (cholesky (denseMatrix a), cholesky (denseMatrix lowerOnly)) of
+             (Just l, Just l') ->
+               let rows = denseToRows l
+                   prod = [[sum (zipWith (*) ri rj) | rj <- rows] | ri <- rows]
+               in and [abs (p - x) < 1e-8 * (1 + abs x) | (pr, ar) <- zip prod a, (p, x) <- zip pr ar]
+                    && and [x == 0 | (i, row) <- zip [0 :: Int ..] rows, (j, x) <- zip [0 ..] row, j > i]
+                    && denseToRows l' == rows
+             _ -> False
+    it "cholesky refuses a matrix that is not positive definite, not finite or not square" $ do
+      fmap denseToRows (cholesky (denseMatrix [[4, 2], [2, 1]])) `shouldBe` Nothing
+      fmap denseToRows (cholesky (denseMatrix [[1, 0], [0, -1]])) `shouldBe` Nothing
+      fmap denseToRows (cholesky (denseMatrix [[1, 0], [0 / 0, 1]])) `shouldBe` Nothing
+      fmap denseToRows (cholesky (denseMatrix [[1, 0, 0], [0, 1, 0]])) `shouldBe` Nothing
+      fmap denseToRows (cholesky (denseMatrix [[4, 0], [2, 2]])) `shouldBe` Just [[2, 0], [1, 1]]
+    it "solveLower inverts L, and gives the multivariate normal log density" $ do
+      let Just l = cholesky (denseMatrix [[4, 2], [2, 5]])
+          z = solveLower l [2, 7]
+      z `shouldSatisfy` (\zs -> and (zipWith (\u v -> abs (u - v) < 1e-12) zs [1, 3]))
+      denseDiagonal l `shouldBe` [2, 2]
+      -- log N((2, 7) | 0, Σ) with det Σ = 16 and yᵀΣ⁻¹y = |z|² = 10
+      let logPdf = -0.5 * sum (map (^ (2 :: Int)) z) - sum (map log (denseDiagonal l)) - log (2 * pi)
+      logPdf `shouldSatisfy` (\v -> abs (v - (-5 - 0.5 * log 16 - log (2 * pi))) < 1e-12)
 
   describe "every" $ do
     it "keeps every n-th element (1-based multiples)" $
