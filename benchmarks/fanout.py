@@ -227,7 +227,7 @@ class Run:
     def _stored(self, batch_id: str, pool_pids: dict[int, int]) -> dict:
         """Verdicts, draw hashes and who ran what, per posterior and scope."""
         q = {"audits": "SELECT id, posterior, status, verdict FROM audits WHERE batch_id = :b",
-             "scopes": "SELECT a.posterior, r.scope, r.verdict, r.seconds FROM scope_results r "
+             "scopes": "SELECT a.posterior, r.scope, r.verdict, r.seconds, r.evidence FROM scope_results r "
                        "JOIN audits a ON a.id = r.audit_id WHERE a.batch_id = :b",
              "fits": "SELECT a.posterior, f.scope, f.language, f.look, f.draws FROM fits f "
                      "JOIN audits a ON a.id = f.audit_id WHERE a.batch_id = :b",
@@ -249,8 +249,12 @@ class Run:
                              "batch_closed"), (round(float(x), 1) for x in rows["timeline"][0])))
         results: dict[str, dict] = {p: {"status": st, "verdict": v, "scopes": {}}
                                     for _, p, st, v in rows["audits"]}
-        for p, scope, verdict, seconds in rows["scopes"]:
+        for p, scope, verdict, seconds, evidence in rows["scopes"]:
             results[p]["scopes"][scope] = {"verdict": verdict, "seconds": seconds, "fits": {}}
+            if verdict != "agree":  # why, for the report (not part of the identity check)
+                evidence = evidence if isinstance(evidence, dict) else json.loads(evidence or "{}")
+                results[p]["scopes"][scope]["reason"] = evidence.get("reason")
+                results[p]["scopes"][scope]["error"] = evidence.get("error")
         for p, scope, lang, look, blob in rows["fits"]:
             results[p]["scopes"][scope]["fits"][f"{lang}/{look}"] = draws_sha256(blob)
         ran_by: dict[str, list[str]] = {}
