@@ -233,7 +233,8 @@ def _refit_work(fit: Fit) -> float:
     fit's model evaluations over all chains (start-state search, Laplace step and warm-up
     included); a PyMC fit's NUTS leapfrog steps (each chain's mean steps per kept draw
     times its tuning and kept draws) times :data:`PYMC_STEP_IN_EVALUATIONS`. NaN when a
-    fit does not report them: :func:`workers.looks.split` then counts the sides as equal."""
+    fit does not report them: the look then gives each side half of an interval's error
+    allowance (:func:`workers.looks.project` without costs)."""
     if fit.language == "lazyppl":
         chains = fit.stats.get("chains") or []
         counts = [c.get("evaluations") for c in chains if isinstance(c, dict)]
