@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -34,21 +35,21 @@ sys.path.insert(0, str(ROOT))
 
 from sqlalchemy import create_engine, text  # noqa: E402
 
+from workers.fit import Fit  # noqa: E402
+from workers.pipeline import PYMC_STEP_IN_EVALUATIONS, sampler_work  # noqa: E402
+
 
 def per_unit(summary: dict, language: str) -> tuple[float, float] | None:
-    """(seconds, units) of one stored fit, or None when it lacks either."""
-    stats, timings, sampler = (summary.get(k) or {} for k in ("stats", "timings", "sampler"))
-    if language == "lazyppl":
-        units = sum(c.get("evaluations") or 0 for c in stats.get("chains") or [])
-        seconds = timings.get("run")
-    else:
-        steps = stats.get("n_steps")
-        units = (sum(steps) * (int(sampler.get("tune") or 0) + int(sampler.get("draws") or 0))
-                 if steps else 0)
-        seconds = timings.get("sample")
-    if not (units and seconds):
+    """(seconds, units) of one stored fit, or None when it lacks either: the units are
+    what the look planner counts (``workers.pipeline.sampler_work``), the seconds the
+    sandboxed LazyPPL run or PyMC's sampling (compiles excluded)."""
+    fit = Fit(language, {}, sampler=summary.get("sampler") or {},
+              stats=summary.get("stats") or {}, timings=summary.get("timings") or {})
+    units = sampler_work(fit)
+    seconds = fit.timings.get("run" if language == "lazyppl" else "sample")
+    if not (math.isfinite(units) and units > 0 and seconds):
         return None
-    return float(seconds), float(units)
+    return float(seconds), units
 
 
 def measure(url: str) -> dict:
@@ -94,7 +95,6 @@ def main() -> None:
               f"step = {r['step_in_evaluations']:6.2f} evaluations")
     print("step in evaluations:", report["step_in_evaluations"])
     if args.json:
-        from workers.pipeline import PYMC_STEP_IN_EVALUATIONS
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True).stdout.strip()
         report.update({"commit": commit, "constant_in_use": PYMC_STEP_IN_EVALUATIONS})

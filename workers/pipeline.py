@@ -227,14 +227,12 @@ BUDGET_USE = 0.8
 PYMC_STEP_IN_EVALUATIONS = 1.4
 
 
-def _refit_work(fit: Fit) -> float:
-    """What refitting this fit at its draws costs, in LazyPPL model evaluations, from the
-    counts the samplers report, which are fixed by the seeds (unlike seconds): a LazyPPL
+def sampler_work(fit: Fit) -> float:
+    """The work a fit's sampler reports, fixed by the seeds (unlike seconds): a LazyPPL
     fit's model evaluations over all chains (start-state search, Laplace step and warm-up
     included); a PyMC fit's NUTS leapfrog steps (each chain's mean steps per kept draw
-    times its tuning and kept draws) times :data:`PYMC_STEP_IN_EVALUATIONS`. NaN when a
-    fit does not report them: the look then gives each side half of an interval's error
-    allowance (:func:`workers.looks.project` without costs)."""
+    times its tuning and kept draws). NaN when the fit does not report them.
+    ``benchmarks/refit_costs.py`` prices these units in seconds."""
     if fit.language == "lazyppl":
         chains = fit.stats.get("chains") or []
         counts = [c.get("evaluations") for c in chains if isinstance(c, dict)]
@@ -246,7 +244,16 @@ def _refit_work(fit: Fit) -> float:
     if not (isinstance(steps, list) and steps and per_chain > 0
             and all(isinstance(n, (int, float)) and n >= 0 for n in steps)):
         return math.nan
-    return float(sum(steps)) * per_chain * PYMC_STEP_IN_EVALUATIONS
+    return float(sum(steps)) * per_chain
+
+
+def _refit_work(fit: Fit) -> float:
+    """What refitting this fit at its draws costs, in LazyPPL model evaluations:
+    :func:`sampler_work`, a PyMC fit's steps times :data:`PYMC_STEP_IN_EVALUATIONS`. NaN
+    when a fit does not report its work: the look then gives each side half of an
+    interval's error allowance (:func:`workers.looks.project` without costs)."""
+    work = sampler_work(fit)
+    return work if fit.language == "lazyppl" else work * PYMC_STEP_IN_EVALUATIONS
 
 
 def _fit_seconds(fit: Fit) -> float:
