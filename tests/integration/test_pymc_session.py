@@ -252,3 +252,19 @@ def test_backend_auto_refits_with_a_diagonal_mass_matrix_when_dense_numpyro_stil
         assert fit.stats["session"]["compiles"] == 1  # a mass matrix is not a new compile
     else:  # the diagonal fit diverged at every target_accept too: nutpie took over
         assert choice["fallbacks"][1]["to"] == "nutpie" and fit.sampler["backend"] == "nutpie"
+
+
+def test_a_child_that_has_run_jax_still_has_room_for_nutpie():
+    """`auto` samples small models with NumPyro and falls back to nutpie in the same
+    child. With numba warmed and JAX loaded, the child used to pass its 4 GB address
+    space (RLIMIT_AS, the memory limit) while resident at 0.9 GB: pyarrow's mimalloc
+    reserved a 1 GB arena and ~210 JAX threads 8 MB stacks each. The corpus run's centred
+    eight schools then ended in `error` ("failed to map segment"). Measured after the
+    fix: 2.4 GB at most."""
+    with PymcSession() as session:
+        fits = [session.fit(SOURCE, FULL, seed=seed, backend=backend,
+                            retry_target_accepts=(), **QUICK)
+                for seed, backend in ((1, "nutpie"), (2, "numpyro"), (3, "nutpie"))]
+    assert [f.sampler["backend"] for f in fits] == ["nutpie", "numpyro", "nutpie"]
+    virtual = max(f.stats["memory_mb"]["virtual"] for f in fits)
+    assert virtual < 3000, [f.stats["memory_mb"] for f in fits]

@@ -500,6 +500,31 @@ def _configure_backend(job: dict) -> None:
                                    " --xla_cpu_multi_thread_eigen=false")
 
 
+#: Stack reserved for each thread this child starts without asking for a size. glibc's
+#: default is RLIMIT_STACK (8 MB), and JAX starts 216 threads on this 2-core machine
+#: (100 of them XLA's Eigen pool): 1.7 GB of address space under RLIMIT_AS for stacks
+#: that use a few kilobytes. 2 MB is what Rust gives its threads (nutpie's).
+THREAD_STACK_BYTES = 2 * 1024 * 1024
+
+
+def _small_thread_stacks() -> bool:
+    """Make THREAD_STACK_BYTES glibc's default thread stack for this process (the main
+    thread keeps its own). Measured on auto's worst case (NumPyro's warm-up, then numba
+    and a nutpie fit in one child): 3.04 -> 2.39 GB of address space, same resident set.
+    Not a protection (RLIMIT_AS still caps memory): False if glibc refuses."""
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    attr = ctypes.create_string_buffer(128)  # pthread_attr_t: 56 bytes on x86-64 glibc
+    if libc.pthread_attr_init(attr) != 0:
+        return False
+    try:
+        return (libc.pthread_attr_setstacksize(attr, ctypes.c_size_t(THREAD_STACK_BYTES)) == 0
+                and libc.pthread_setattr_default_np(attr) == 0)
+    finally:
+        libc.pthread_attr_destroy(attr)
+
+
 def _publish(path: Path, write) -> None:
     """Write a file under a temporary name, then rename it into place."""
     staged = path.with_name(path.name + ".part")
@@ -532,6 +557,7 @@ def main() -> int:
     import logging
     import warnings
 
+    _small_thread_stacks()  # before any library starts a thread
     # Library chatter is not the program's output; real problems surface as exceptions.
     warnings.filterwarnings("ignore", category=FutureWarning)
     warnings.filterwarnings("ignore", category=DeprecationWarning)

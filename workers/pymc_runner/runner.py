@@ -101,6 +101,12 @@ def child_environment(workdir: Path) -> dict[str, str]:
         # stays usable for nutpie (2.3 -> 1.9 GB peak on eight schools) and JAX
         # (2.3 -> 1.2 GB). Measured: all backends fit eight schools under 1.5 GB.
         "MALLOC_ARENA_MAX": "2",
+        # pyarrow (imported with ArviZ; nutpie hands its draws over in Arrow arrays) uses
+        # mimalloc by default, which reserves a 1 GB arena at its first allocation: with
+        # JAX loaded too (auto's NumPyro fit falling back to nutpie) the child passed its
+        # 4 GB RLIMIT_AS (measured: 4.18 GB of address space, 0.93 GB resident). With
+        # glibc's allocator: 3.04 GB (child._small_thread_stacks takes it to 2.39 GB).
+        "ARROW_DEFAULT_MEMORY_POOL": "system",
         # Chains are the parallelism; BLAS threads on top would oversubscribe the cores.
         "OMP_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
