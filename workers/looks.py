@@ -26,6 +26,11 @@ Two questions, asked after a look that ended ``inconclusive``:
   each side is given half of the allowance, as before (the whole corpus with the split
   applied there too: gp_pois_regr's full scope took 3 looks and 676 s instead of 2 and
   243 s, its LazyPPL side's gate-curing draws having lost the interval's slack).
+  A side that grows anyway for another reason (PyMC, when its own check against
+  posteriordb's reference is undecided) is a *floor*: the interval is planned from the
+  error that side will have at the floor's draws, so the other side is not grown to
+  relieve an error that the floor removes (before, the floor was applied after the
+  split, as a maximum).
 
   Each undecided interval is planned twice, and the cheaper plan (in fitting cost)
   is asked of both sides: *at the estimate* (d and r taken as they are now, half-width
@@ -262,7 +267,8 @@ def _clip(x: float, low: float, high: float) -> float:
 def project(result: compare.ScopeComparison, rule: compare.Rule,
             grow: tuple[bool, bool], minimal: bool = False,
             costs: tuple[float, float] | None = None,
-            caps: tuple[float, float] = (math.inf, math.inf)) -> tuple[Projection, Projection]:
+            caps: tuple[float, float] = (math.inf, math.inf),
+            floors: tuple[float, float] = (1.0, 1.0)) -> tuple[Projection, Projection]:
     """(candidate, baseline) projections for the sides ``grow`` marks (the other gets
     factor 1, unless its own error alone keeps an interval undecided, or, with ``costs``
     known and both fits passing their gates, growing it too is cheaper: then both grow).
@@ -280,7 +286,18 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     side not asked to grow is grown too (:func:`_pair`; only with ``costs``). Costs are
     used only while both fits pass their gates (module docstring). Of an interval's plans
     (at the favourable point, at the estimate) the one with the least fitting cost is
-    asked of both sides."""
+    asked of both sides.
+
+    ``floors``: factors a side grows by whatever this comparison asks (PyMC's growth
+    for its own undecided check against a reference); a side with a floor above 1 must
+    be marked in ``grow``. Its error terms are taken at the floor's draws, so the other
+    side is not grown to relieve an error the floor removes anyway: the allowance is
+    planned from the floor (terms ÷ √floor, costs × floor, caps ÷ floor) and the
+    factors multiplied back."""
+    floors = tuple(f if math.isfinite(f) and f > 1 else 1.0 for f in floors)
+    floors = tuple(min(f, cap) for f, cap in zip(floors, caps))
+    if any(f > 1 and not g for f, g in zip(floors, grow)):
+        raise ValueError(f"a side with a floor must grow: floors {floors}, grow {grow}")
     margin, share = (1.0, 1.0) if minimal else (MARGIN, FAVOURABLE_SHARE)
     needs: tuple[list, list] = ([], [])
     both = grow[0] and grow[1]
@@ -312,7 +329,13 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
         # the interval's equal halves as slack (whole corpus at 340641e: gp_pois_regr's full
         # scope, LazyPPL failing its gates, took 3 looks and 676 s instead of 2 and 243 s)
         weighed = costs if trusted else None
-        pairs = [(_pair(terms, allowed, grow, weighed, caps), why) for allowed, why in options]
+        # planned from the floors' draws, then multiplied back
+        at_floor = tuple(t / math.sqrt(f) for t, f in zip(terms, floors))
+        floor_costs = None if weighed is None else tuple(c * f for c, f in zip(weighed, floors))
+        floor_caps = tuple(cap / f for cap, f in zip(caps, floors))
+        pairs = [(tuple(g * f for g, f in zip(_pair(at_floor, allowed, grow, floor_costs,
+                                                     floor_caps), floors)), why)
+                 for allowed, why in options]
         best = min(range(len(pairs)), key=lambda n: _refit_cost(pairs[n][0], weighed or (1.0, 1.0), grow))
         chosen, why = pairs[best]
         for side in (0, 1):
@@ -371,5 +394,5 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     if not both and any(g and not math.isfinite(p.factor) for g, p in zip(grow, result_pair)):
         # the side that is not growing already has more error than an undecided interval
         # allows: both must grow (if that is infinite too, d or r sits on a boundary)
-        return project(result, rule, (True, True), minimal, costs, caps)
+        return project(result, rule, (True, True), minimal, costs, caps, floors)
     return result_pair

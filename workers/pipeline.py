@@ -311,12 +311,15 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
                                  "pymc": round(_fit_seconds(pymc), 3)}
 
     def projections(minimal: bool) -> tuple[looks.Projection, looks.Projection]:
-        p_lazy, p_pymc = looks.project(main, rule, needing, minimal, costs, caps)
-        if ref_open:
-            p_ref, _ = looks.project(vs_ref, rule, (True, False), minimal)
-            if p_ref.factor > p_pymc.factor:
-                p_pymc = p_ref
-        return p_lazy, p_pymc
+        if not ref_open:
+            return looks.project(main, rule, needing, minimal, costs, caps)
+        # PyMC grows for its check against the reference anyway: the comparison with
+        # LazyPPL is planned from those draws (a floor), so LazyPPL is not grown to
+        # relieve PyMC error that the reference's growth removes
+        p_ref, _ = looks.project(vs_ref, rule, (True, False), minimal)
+        p_lazy, p_pymc = looks.project(main, rule, (needing[0], True), minimal, costs, caps,
+                                       floors=(1.0, p_ref.factor))
+        return p_lazy, (p_ref if p_ref.factor >= p_pymc.factor else p_pymc)
 
     p_lazy, p_pymc = projections(False)
     grow_lazy = needing[0] or p_lazy.factor > 1

@@ -659,3 +659,49 @@ def test_a_lazyppl_refit_is_not_charged_its_first_compile():
     assert pipeline._fit_seconds(first) == pytest.approx(1.2)
     assert pipeline._fit_seconds(Fit("lazyppl", {}, timings={"total": 3.0})) == 3.0
 
+
+
+def test_a_floor_plans_the_other_side_from_the_floors_draws():
+    """PyMC grows 4x for its own check against a reference (a floor): the comparison with
+    LazyPPL is planned from PyMC's error at 4x its draws (half), so LazyPPL grows less
+    than without the floor; the plan is the split of the same interval with PyMC's terms
+    and cost taken at the floor, multiplied back."""
+    c, result = one(summary(mcse_sd=0.08), summary(mcse_sd=0.05))
+    assert c.verdict == compare.INCONCLUSIVE
+    costs = (1.0, 2.0)
+    plain = looks.project(result, RULE, (True, True), costs=costs)
+    lazy, pymc = looks.project(result, RULE, (True, True), costs=costs, floors=(1.0, 4.0))
+    assert lazy.factor < plain[0].factor and pymc.factor >= 4.0
+    c_f, at_floor = one(summary(mcse_sd=0.08), summary(mcse_sd=0.05 / 2))
+    assert c_f.verdict == compare.INCONCLUSIVE
+    lazy_f, pymc_f = looks.project(at_floor, RULE, (True, True), costs=(1.0, 8.0))
+    assert math.isclose(lazy.factor, lazy_f.factor, rel_tol=1e-9)
+    # PyMC's share from the floor's draws is under 1 (it keeps them): the floor itself
+    assert pymc.factor == 4.0 and pymc_f.factor == looks.MIN_FACTOR
+    # no floor (1, or one that cannot be computed): the plan of old
+    for none in ((1.0, 1.0), (1.0, math.inf), (1.0, math.nan)):
+        assert looks.project(result, RULE, (True, True), costs=costs, floors=none) == plain
+    with pytest.raises(ValueError):
+        looks.project(result, RULE, (True, False), floors=(1.0, 4.0))
+
+
+def test_pymc_growth_for_the_reference_relieves_lazyppl(monkeypatch):
+    """catches: LazyPPL grown to shrink a D interval as if PyMC kept its draws, while
+    PyMC grows anyway for its own undecided check against posteriordb's reference (the
+    note of sessions 14-16: `ref_open` was applied after the split, as a maximum)."""
+    from workers import pipeline
+
+    rng = np.random.default_rng(3)
+    lazy, pymc = _counted_fits(rng, 1.5, 20.0)
+    pymc.stats["n_steps"] = [70.0] * 4  # PyMC's draws dear: LazyPPL takes most of the growth
+    main = compare.compare_draws(lazy.draws, pymc.draws, ["x"], RULE)
+    assert main.verdict == compare.INCONCLUSIVE and main.gates_passed
+    reference = {"x": 0.15 + 0.18 + rng.standard_normal((10, 1000))}
+    vs_ref = compare.compare_draws(pymc.draws, reference, ["x"], RULE)
+    assert vs_ref.verdict == compare.INCONCLUSIVE
+    draws = {"pymc": 500, "lazyppl": 2000}
+    alone, stop, _ = pipeline._plan_look(main, None, ["x"], lazy, pymc, RULE, draws, 1e4)
+    with_ref, stop_ref, _ = pipeline._plan_look(main, vs_ref, ["x"], lazy, pymc, RULE, draws, 1e4)
+    assert stop is None and stop_ref is None
+    assert with_ref["next_draws"]["pymc"] > alone["next_draws"]["pymc"]
+    assert with_ref["next_draws"]["lazyppl"] < alone["next_draws"]["lazyppl"]
