@@ -52,6 +52,11 @@ def create_celery(settings: Settings) -> Celery:
         # one task per child process at a time; recycle children to bound memory growth
         worker_max_tasks_per_child=50,
         task_track_started=True,
+        # A pool process loads the pipeline (tasks._preload_pipeline) before it reports
+        # up; with arviz 0.23.4 that import alone takes 4.6 s here, over billiard's 4 s
+        # default, so every replacement of a killed pool process was killed in turn and
+        # the worker never ran another task (test_pool_process_killed_mid_fit...).
+        worker_proc_alive_timeout=60.0,
     )
     app.ppl_settings = settings  # read by workers.tasks for the database URL
     return app
