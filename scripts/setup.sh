@@ -8,8 +8,7 @@ bash scripts/install-system.sh
 bash scripts/install-python.sh
 bash scripts/build-lazyppl.sh
 # Seed the shared PyTensor compile cache with our own programs (trusted); sandboxed fits
-# get a private copy of it and never write it (docs/SECURITY.md). Once per cache.
+# get a private copy of it and never write it (docs/SECURITY.md).
 export PPL_AUDIT_CACHE="${PPL_AUDIT_CACHE:-$HOME/.cache/ppl-audit}"
-if [ ! -d "$PPL_AUDIT_CACHE/pymc/pytensor-shared" ]; then
-  .venv/bin/ppl-audit warm-cache
-fi
+# --if-needed: skipped when the cache's stamp names this version's programs and backends.
+.venv/bin/ppl-audit warm-cache --if-needed

@@ -137,10 +137,11 @@ def copy_shared_cache(workdir: Path) -> None:
                         ignore=shutil.ignore_patterns("*.lock", ".lock", "lock_dir"))
 
 
-def warm_shared_cache(sources: dict[str, tuple[str, dict]]) -> dict[str, float]:
-    """Fit our own shipped programs (name -> (source, data)) and keep what they compiled
-    in the shared cache. Trusted programs only: never call this with a user's program.
-    Returns the wall seconds per program."""
+def warm_shared_cache(sources: dict[str, tuple[str, dict]],
+                      backends: tuple[str, ...] = (DEFAULT_BACKEND,)) -> dict[str, float]:
+    """Fit our own shipped programs (name -> (source, data)) with each of ``backends`` and
+    keep what they compiled in the shared cache. Trusted programs only: never call this
+    with a user's program. Returns the wall seconds per program (all backends)."""
     from workers.pymc_runner.session import PymcSession
 
     shared = shared_compile_cache()
@@ -148,13 +149,31 @@ def warm_shared_cache(sources: dict[str, tuple[str, dict]]) -> dict[str, float]:
     seconds = {}
     for name, (source, data) in sources.items():
         started = time.monotonic()
-        with PymcSession(trusted_cache=True) as session:
-            session.fit(source, data, chains=2, tune=200, draws=100, retry_target_accepts=())
+        for backend in backends:
+            with PymcSession(trusted_cache=True) as session:
+                session.fit(source, data, chains=2, tune=200, draws=100, backend=backend,
+                            retry_target_accepts=())
         seconds[name] = round(time.monotonic() - started, 2)
     # the pre-warm model every session compiles while it waits for its first request
     with PymcSession(trusted_cache=True):
         time.sleep(0)
     return seconds
+
+
+#: What ``ppl-audit warm-cache`` last put in the shared cache (programs and backends), so
+#: set-up can tell whether the cache holds what this checkout warms.
+WARM_STAMP = "warmed.json"
+
+
+def warm_stamp() -> dict | None:
+    try:
+        return json.loads((shared_compile_cache() / WARM_STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def write_warm_stamp(stamp: dict) -> None:
+    (shared_compile_cache() / WARM_STAMP).write_text(json.dumps(stamp, sort_keys=True))
 
 
 def venv_python() -> str:
