@@ -313,6 +313,14 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     # the favourable point only (d = 0, r = 1), as a floor; once both pass, at the cheaper
     # of the estimate and the favourable point (module docstring).
     trusted = result.gates_passed
+    # the split by cost only where both fits' errors can be trusted: while a fit fails
+    # its gates its MCSE is not, and the draws that cure its gates were planned with
+    # the interval's equal halves as slack (whole corpus at 340641e: gp_pois_regr's full
+    # scope, LazyPPL failing its gates, took 3 looks and 676 s instead of 2 and 243 s)
+    weighed = costs if trusted else None
+    # a plan from the floors' draws: each draw there costs floor x, and the caps shrink
+    floor_costs = None if weighed is None else tuple(c * f for c, f in zip(weighed, floors))
+    floor_caps = tuple(cap / f for cap, f in zip(caps, floors))
     lo, hi = rule.sd_ratio_band
     log_lo, log_hi = math.log(lo), math.log(hi)
 
@@ -324,15 +332,8 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
         # leaves the gates to decide the growth
         if not (trusted or all(math.isfinite(t) for t in terms)):
             return
-        # the split by cost only where both fits' errors can be trusted: while a fit fails
-        # its gates its MCSE is not, and the draws that cure its gates were planned with
-        # the interval's equal halves as slack (whole corpus at 340641e: gp_pois_regr's full
-        # scope, LazyPPL failing its gates, took 3 looks and 676 s instead of 2 and 243 s)
-        weighed = costs if trusted else None
         # planned from the floors' draws, then multiplied back
         at_floor = tuple(t / math.sqrt(f) for t, f in zip(terms, floors))
-        floor_costs = None if weighed is None else tuple(c * f for c, f in zip(weighed, floors))
-        floor_caps = tuple(cap / f for cap, f in zip(caps, floors))
         pairs = [(tuple(g * f for g, f in zip(_pair(at_floor, allowed, grow, floor_costs,
                                                      floor_caps), floors)), why)
                  for allowed, why in options]
