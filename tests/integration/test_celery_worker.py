@@ -101,8 +101,13 @@ def _mid_fit(client, url):
 #: Redis hands a lost worker's unacknowledged task to another worker only after the
 #: visibility timeout; these tests shorten it (and the hard limit under it) to keep fast.
 #: The hard limit must still cover a tiny scope on a loaded 2-core machine (~15–60 s).
+#: The reconciler re-sends a unit whose lease expired: a 30 s lease (default 90) brings
+#: the rescue forward (104 s for the whole test with the default lease); a redelivery
+#: of the original message later finds the scope stored and is skipped (idempotent steps).
 QUICK_REDELIVERY = {"PPL_AUDIT_CELERY__TASK_TIME_LIMIT": "150",
-                    "PPL_AUDIT_CELERY__VISIBILITY_TIMEOUT": "160"}
+                    "PPL_AUDIT_CELERY__VISIBILITY_TIMEOUT": "160",
+                    "PPL_AUDIT_WORK__LEASE_SECONDS": "30", "PPL_AUDIT_WORK__HEARTBEAT_SECONDS": "10",
+                    "PPL_AUDIT_WORK__RECONCILE_SECONDS": "10"}
 
 
 def test_worker_killed_mid_fit_the_audit_completes_exactly_once(
