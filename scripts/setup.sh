@@ -10,5 +10,6 @@ bash scripts/build-lazyppl.sh
 # Seed the shared PyTensor compile cache with our own programs (trusted); sandboxed fits
 # get a private copy of it and never write it (docs/SECURITY.md).
 export PPL_AUDIT_CACHE="${PPL_AUDIT_CACHE:-$HOME/.cache/ppl-audit}"
-# --if-needed: skipped when the cache's stamp names this version's programs and backends.
+# --if-needed: skipped when the cache's stamp names this version's programs, backends and
+# compiler versions (pymc, pytensor, numba, nutpie, Python).
 .venv/bin/ppl-audit warm-cache --if-needed

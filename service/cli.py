@@ -51,6 +51,16 @@ WARM_PROGRAMS = ("eight_schools-eight_schools_noncentered", "kidiq-kidscore_momi
 WARM_BACKENDS = ("nutpie", "pymc")
 
 
+def warm_cache_stamp() -> dict:
+    """What a warmed cache holds: programs, backends, and the compilers' versions (an
+    upgraded PyTensor or numba keys its entries anew, so the cache is warmed again)."""
+    from importlib.metadata import version
+
+    return {"programs": list(WARM_PROGRAMS), "backends": list(WARM_BACKENDS),
+            "versions": {p: version(p) for p in ("pymc", "pytensor", "numba", "nutpie")},
+            "python": sys.version.split()[0]}
+
+
 def _warm_cache(args) -> int:
     """Fit our shipped programs once (trusted) so their compiled ops join the shared
     compile cache that every sandboxed fit gets a private copy of."""
@@ -58,7 +68,7 @@ def _warm_cache(args) -> int:
     from corpus.loader import TRANSLATIONS_DIR, load_data
     from workers.pymc_runner.runner import warm_shared_cache, warm_stamp, write_warm_stamp
 
-    stamp = {"programs": list(WARM_PROGRAMS), "backends": list(WARM_BACKENDS)}
+    stamp = warm_cache_stamp()
     if args.if_needed and warm_stamp() == stamp:
         print("warm-cache: the shared cache already holds these programs' compiled pieces")
         return 0
