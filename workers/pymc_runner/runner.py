@@ -160,8 +160,9 @@ def warm_shared_cache(sources: dict[str, tuple[str, dict]],
     return seconds
 
 
-#: What ``ppl-audit warm-cache`` last put in the shared cache (programs and backends), so
-#: set-up can tell whether the cache holds what this checkout warms.
+#: What ``ppl-audit warm-cache`` last put in the shared cache (``cli.warm_cache_stamp``:
+#: programs, backends, compiler versions), so set-up can tell whether the cache holds what
+#: this checkout warms.
 WARM_STAMP = "warmed.json"
 
 
