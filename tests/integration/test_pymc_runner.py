@@ -233,10 +233,9 @@ def test_nutpie_draws_do_not_depend_on_the_cache_state(tmp_path, monkeypatch):
     settings = dict(chains=2, tune=300, draws=300, seed=4, backend="nutpie",
                     mass_matrix="diag", retry_target_accepts=())
     cold = fit_pymc(KIDIQ_MOMIQ, data, **settings)
-    again = fit_pymc(KIDIQ_MOMIQ, data, **settings)  # a run never warms the shared cache
-    assert not list((tmp_path / "cache").rglob("*.nbi"))
-    warm_shared_cache({"kidiq": (KIDIQ_MOMIQ, data)})  # trusted: our own program
+    assert not list((tmp_path / "cache").rglob("*.nbi"))  # a run never warms the shared cache
+    warm_shared_cache({"kidiq": (KIDIQ_MOMIQ, data)}, backends=("nutpie",))  # trusted: ours
     warm = fit_pymc(KIDIQ_MOMIQ, data, **settings)
-    assert warm.timings["compile"] < min(cold.timings["compile"], again.timings["compile"])
+    assert warm.timings["compile"] < cold.timings["compile"]
     for name in cold.draws:
         np.testing.assert_array_equal(cold.draws[name], warm.draws[name], err_msg=name)
