@@ -76,6 +76,11 @@ data Tuning = Tuning
     -- at the mode, so a cleaner picture of which sites depend on which than
     -- the windows of a slowly mixing chain)
   , tuHyperSites :: [Int]
+  , tuJointSites :: [Int]
+    -- ^ indices (into the adapted sites) of a joint transport's two hyper
+    -- sites, or empty
+  , tuJointInfo :: [(String, Double)]
+    -- ^ what the choice of the joint transport's pair measured
     -- ^ addresses of the transported hyper sites
   , tuTransportEvaluations :: !Int
     -- ^ model evaluations spent building transports
@@ -224,6 +229,8 @@ initialTuning sites approx = case approx of
         , tuTransports = []
         , tuTransportOverride = Nothing
         , tuHyperSites = []
+        , tuJointSites = []
+        , tuJointInfo = []
         , tuLaplace = Nothing
         , tuTransportEvaluations = 0
         , tuScaleStats = Nothing

@@ -22,7 +22,9 @@ import Control.Concurrent.MVar (newEmptyMVar, putMVar, takeMVar)
 import Control.DeepSeq (NFData (..), force)
 import Control.Exception (Exception, SomeException, evaluate, throw, throwIO, try)
 import qualified Data.IntMap.Strict as IM
+import Data.List (maximumBy, sortBy)
 import Data.Maybe (isJust, isNothing)
+import Data.Ord (Down (..), comparing)
 import qualified Data.Vector.Unboxed as U
 import Data.Word (Word64)
 import GHC.Clock (getMonotonicTime)
@@ -32,7 +34,7 @@ import LazyPPL.Internal.Core
 import LazyPPL.Internal.Estimate (reestimate)
 import LazyPPL.Internal.Kernels
 import LazyPPL.Internal.Laplace
-import LazyPPL.Internal.Linear (Matrix (..))
+import LazyPPL.Internal.Linear (Matrix (..), diagonal)
 import LazyPPL.Internal.MultiStart
 import LazyPPL.Internal.Random
 import LazyPPL.Internal.Slice (sliceStep)
@@ -255,11 +257,15 @@ runChain s m c =
                 now ia = IM.findWithDefault (0 / 0) (tuSites t U.! ia) (csSites st)
                 built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (if movesOtherHypers (U.length (tuSites t)) then [] else filter (/= ia) hypers) (now ia) ia
                         | ia <- hypers ]
-                n = sum (map snd built)
-                t' = t { tuTransports = map fst built
+                (joint, jointEvals, jointInfo) = jointTransport (logTarget st (tuSites t)) cov st t end
+                trs = map fst built ++ maybe [] (\(tr, _) -> replicate (max 1 (length built)) tr) joint
+                n = sum (map snd built) + jointEvals
+                t' = t { tuTransports = trs
                        , tuHyperSites = hypers
+                       , tuJointSites = maybe [] (\(_, (ia, ib)) -> [ia, ib]) joint
+                       , tuJointInfo = jointInfo
                        , tuTransportEvaluations = tuTransportEvaluations t + n }
-            in (setShares (tuWeights t U.! sliceIndex) (if null built then 0 else share) t', n)
+            in (setShares (tuWeights t U.! sliceIndex) (if null trs then 0 else share) t', n)
       where
         share = maybe (transportShare (tuSpread t)) id (tuTransportOverride t)
         -- which sites are hyper sites: from the Laplace curvature when it
@@ -269,6 +275,57 @@ runChain s m c =
           _ -> tuCov t
         keep = setShares (tuWeights t U.! sliceIndex) (if null (tuTransports t) then 0 else share) t
     buildEnds = let ends = scWindowEnds (schedule warmup) in drop (length ends - transportBuilds) ends
+    -- a joint transport ('buildJoint'): its scale site is the one that most
+    -- acts as a scale of the others ('scaleScores', each site shifted by the
+    -- larger of its Laplace and warm-up SDs: a stuck warm-up window's SDs are
+    -- too small); its partner is chosen by trial: for every other site, a
+    -- coarse joint transport ('trialGrid') runs 'jointTrialSteps' updates
+    -- from the current state, and the partner is the site whose trial moved
+    -- the least mobile site most (mean |Δz| per update in SDs, minimum over
+    -- all sites).  On gp_pois_regr alpha is the scale site and its partner
+    -- rho, which no local score singles out: several latent sites outscore
+    -- it, and alpha's one-site transport leaves it stuck.  Only where S is a
+    -- full matrix and the scale site scores at least 'jointScaleScore'.
+    -- Returns the transport, the evaluations, and what was measured.
+    jointTransport logPost cov st t end
+      | d < 3 || d - 2 > maxMatrixSites = (Nothing, 0, [])
+      | otherwise =
+          let sdsFor = U.zipWith max (U.map sqrt (diagonal cov)) (tuSingleScales t)
+              (scores, n1) = scaleScores logPost (tuMean t) sdsFor
+              ranked = sortBy (comparing (Down . snd)) [(i, sc) | (i, sc) <- zip [0 ..] (U.toList scores), not (isNaN sc)]
+              now i = IM.findWithDefault (0 / 0) (tuSites t U.! i) (csSites st)
+              build grid ia ib = buildJoint logPost (tuSites t) (tuMean t) sdsFor grid (now (min ia ib), now (max ia ib)) (min ia ib, max ia ib)
+              valueOf state j = IM.lookup (tuSites t U.! j) (csSites state)
+              seed0 = combine (combine (ssSeed s) (fromIntegral c)) (fromIntegral end)
+              -- the least mobile site's mean move per update, in SDs
+              mobility tr = go jointTrialSteps (mkGen seed0) st (U.replicate d 0) 0
+                where
+                  go k g state acc n
+                    | k <= 0 = (U.minimum (U.imap (\j v -> v / (fromIntegral jointTrialSteps * sdsFor U.! j)) acc), n)
+                    | otherwise =
+                        let (state', ne, _, g') = transportStep eval True [tr] g state
+                            moved = U.generate d (\j -> case (valueOf state j, valueOf state' j) of
+                                                          (Just u, Just v) -> abs (v - u)
+                                                          _ -> 0)
+                        in go (k - 1) g' state' (U.zipWith (+) acc moved) (n + ne)
+          in case ranked of
+               ((ia, sa) : _) | sa >= jointScaleScore ->
+                 let trials = [ (ib, mob, nb + nm)
+                              | ib <- [0 .. d - 1], ib /= ia
+                              , let (trial, nb) = build trialGrid ia ib
+                                    (mob, nm) = mobility trial ]
+                     (best, bestMob, _) = maximumBy (comparing (\(_, mob, _) -> mob)) trials
+                     (tr, nf) = build fineGrid ia best
+                     n = n1 + nf + sum [e | (_, _, e) <- trials]
+                     info = [ ("transport_joint_scale_score", sa), ("transport_joint_scale_site", fromIntegral ia)
+                            , ("transport_joint_partner", fromIntegral best), ("transport_joint_mobility", bestMob) ]
+                 in (Just (tr, (ia, best)), n, info)
+               _ -> (Nothing, n1, [("transport_joint_scale_score", maybe 0 snd (safeHead ranked))])
+      where
+        d = U.length (tuSites t)
+        safeHead xs = case xs of
+          (x : _) -> Just x
+          [] -> Nothing
     -- squared jump between two states over the adapted sites, in the metric
     -- of the current covariance estimate
     jumpOf t a b =
@@ -311,7 +368,9 @@ runChain s m c =
                       then ("transport_hypers", fromIntegral (length (tuHyperSites t)))
                              : ("transport_evaluations", fromIntegral (tuTransportEvaluations t))
                              : ("transport_matrix_nodes", fromIntegral (sum (map matrixNodes (tuTransports t))))
-                             : [("transport_hyper_" ++ show k, fromIntegral ia) | (k, ia) <- zip [1 :: Int ..] (tuHyperSites t)]
+                             : [("transport_joint_" ++ show k, fromIntegral ia) | (k, ia) <- zip [1 :: Int ..] (tuJointSites t)]
+                             ++ tuJointInfo t
+                             ++ [("transport_hyper_" ++ show k, fromIntegral ia) | (k, ia) <- zip [1 :: Int ..] (tuHyperSites t)]
                       else [])
                 ++ perKernel
           hasTransport = not (null (tuTransports t))
@@ -341,6 +400,14 @@ transportBuilds = 1
 -- | Most hyper sites given a transported move.
 maxHyperSites :: Int
 maxHyperSites = 2
+
+-- | Least scale score ('scaleScores') of a joint transport's scale site.
+jointScaleScore :: Double
+jointScaleScore = 10
+
+-- | Updates of each trial joint transport when choosing the partner site.
+jointTrialSteps :: Int
+jointTrialSteps = 40
 
 -- | Laplace initialisation is skipped above this many sites (each Hessian
 -- costs about 2d² evaluations).

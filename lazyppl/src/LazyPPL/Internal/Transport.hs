@@ -55,10 +55,16 @@
 module LazyPPL.Internal.Transport
   ( Transport (..)
   , buildTransport
+  , buildJoint
+  , JointGrid
+  , fineGrid
+  , trialGrid
+  , scaleScores
   , transportStep
   , hyperCandidates
   , matrixNodes
   , movesOtherHypers
+  , maxMatrixSites
   ) where
 
 import Data.List (sortBy)
@@ -94,6 +100,14 @@ data Transport = Transport
     -- ^ index of the centre node (nodes per side)
   , trWidth :: !Double
     -- ^ slice width for z_a
+  , trSite2 :: !Int
+    -- ^ a joint transport's second hyper site b (unused when 'trNodes2' is
+    -- empty: addresses are hashes, any Int may be one)
+  , trNodes2 :: !(U.Vector Double)
+    -- ^ a joint transport's grid of z_b values (rows above: node (i, j) is
+    -- row i × length trNodes2 + j), or empty
+  , trWidth2 :: !Double
+    -- ^ slice width for z_b
   }
 
 -- | Up to this many transported sites, S(x) is the full lower Cholesky
@@ -160,98 +174,10 @@ buildTransport logPost addrs mean sds fixed now ia =
       others = U.fromList [j | j <- [0 .. d - 1], j /= ia, j `notElem` fixed]
       r = U.length others
       transportNodes = nodesPerSide r
-      centre = if isNaN now || isInfinite now then mean U.! ia else 0.5 * (mean U.! ia + now)
-      h = max 0.05 (min 2 (max (1.5 * sds U.! ia) (abs (now - mean U.! ia) / fromIntegral transportNodes)))
+      (centre, h) = gridSpacing mean sds now ia transportNodes
       xs = U.generate (2 * transportNodes + 1) (\k -> centre + h * fromIntegral (k - transportNodes))
-      eps j = max 1e-5 (min 1e-2 (1e-3 * sds U.! j))
-      slot = IM.fromList (zip (U.toList others) [0 ..])
-      full x zr = U.generate d (\j -> if j == ia then x else maybe (mean U.! j) (zr U.!) (IM.lookup j slot))
-      -- one Gauss–Seidel Newton sweep over R at hyper value x: returns the
-      -- new z_R, the conditional SDs and the evaluations used
-      sweep x zr0 =
-        let f0 = logPost (full x zr0)
-            go !k !zr !f !acc !n
-              | k >= r = (zr, U.fromList (reverse acc), n)
-              | otherwise =
-                  let j = others U.! k
-                      e = eps j
-                      z = zr U.! k
-                      fp = logPost (full x (zr U.// [(k, z + e)]))
-                      fm = logPost (full x (zr U.// [(k, z - e)]))
-                      curv = -(fp - 2 * f + fm) / (e * e)
-                      grad = (fp - fm) / (2 * e)
-                      ok = curv > 0 && not (isInfinite curv) && not (isNaN grad) && not (isInfinite f)
-                      sdj = if ok then 1 / sqrt curv else sds U.! j
-                      stepv = if ok then max (-3 * sdj) (min (3 * sdj) (grad / curv)) else 0
-                      zr' = zr U.// [(k, z + stepv)]
-                      f' = if stepv == 0 then f else logPost (full x zr')
-                      better = f' >= f && not (isNaN f')
-                      n' = n + 2 + (if stepv == 0 then 0 else 1)
-                  in if better
-                       then go (k + 1) zr' f' (log sdj : acc) n'
-                       else go (k + 1) zr f (log sdj : acc) n'
-        in let (zr, ls, n) = go 0 zr0 f0 [] 1 in (zr, ls, n)
-      -- the full conditional curvature of z_R at hyper value x: Newton steps
-      -- from the sweep's point (each kept if it raises the density) and S =
-      -- the lower Cholesky factor of the inverse finite-difference Hessian;
-      -- the sweep's diagonal where the Hessian is not positive definite
-      refine x zr ls
-        | r > maxMatrixSites = (zr, ls, U.empty, 0)
-        | otherwise =
-            let (hess0, grad, f0, nh) = curvature x zr
-                diagonalOnly = (zr, ls, U.replicate (r * r) 0, nh)
-                -- off-diagonal curvature shrunk towards the diagonal until
-                -- positive definite (away from the centre the conditional
-                -- is less Gaussian and the raw Hessian often is not)
-                shrunk c (Matrix n e) = Matrix n (U.imap (\q v -> let (i, j) = q `divMod` n in if i == j then v else c * v) e)
-                candidates = [shrunk c hess0 | c <- [1, 0.9, 0.7, 0.5]]
-                hess = case [h' | h' <- candidates, isJust (cholesky h')] of
-                  (h' : _) -> h'
-                  [] -> hess0
-            in case invertSpd hess of
-                 Nothing -> diagonalOnly
-                 Just c -> case cholesky c of
-                   Nothing -> diagonalOnly
-                   Just l ->
-                     let (zn, nn) = newton x c newtonSteps zr f0 grad 0
-                     in (zn, U.map log (diagonal l), strictLower l, nh + nn)
-      -- Newton steps with the node's fixed inverse Hessian c, the gradient
-      -- re-estimated at each new point, while the density rises (halving once)
-      newton x c k z f g n
-        | k <= (0 :: Int) = (z, n)
-        | fFull > f = continueAt (at 1) fFull (n + 1)
-        | fHalf > f = continueAt (at 0.5) fHalf (n + 2)
-        | otherwise = (z, n + 2)
-        where
-          stepv = matVec c g
-          at t = U.zipWith (\zi v -> zi + t * v) z stepv
-          fFull = logPost (full x (at 1))
-          fHalf = logPost (full x (at 0.5))
-          continueAt z' f' n' = newton x c (k - 1) z' f' (gradientAt x z') (n' + 2 * r)
-      gradientAt x z =
-        let e k = eps (others U.! k)
-            bumped k sg = logPost (full x (z U.// [(k, z U.! k + sg * e k)]))
-        in U.generate r (\k -> (bumped k 1 - bumped k (-1)) / (2 * e k))
-      curvature x zr =
-        let fAt z = logPost (full x z)
-            e k = eps (others U.! k)
-            bump ps = zr U.// [(k, zr U.! k + sg * e k) | (k, sg) <- ps]
-            f0 = fAt zr
-            fp = U.generate r (\k -> fAt (bump [(k, 1)]))
-            fm = U.generate r (\k -> fAt (bump [(k, -1)]))
-            grad = U.generate r (\k -> (fp U.! k - fm U.! k) / (2 * e k))
-            diagH k = -(fp U.! k - 2 * f0 + fm U.! k) / (e k * e k)
-            mixed i j =
-              let q a b = fAt (bump [(i, a), (j, b)])
-              in -(q 1 1 - q 1 (-1) - q (-1) 1 + q (-1) (-1)) / (4 * e i * e j)
-            lowerH = U.generate (r * r) (\q -> let (i, j) = q `divMod` r in if j < i then mixed i j else 0)
-            hess = fromFunction r (\i j -> if i == j then diagH i
-                                           else lowerH U.! (max i j * r + min i j))
-        in (hess, grad, f0, 1 + 2 * r + 2 * r * (r - 1))
-      node x z0 =
-        let (z1, l1, ns) = sweep x z0
-            (z2, l2, low, nr) = refine x z1 l1
-        in (z2, l2, low, ns + nr)
+      sweep x = fst (nodeSolver logPost d mean sds others newtonSteps [(ia, x)])
+      node x = snd (nodeSolver logPost d mean sds others newtonSteps [(ia, x)])
       start = U.map (mean U.!) others
       (zc1, _, n1) = sweep (xs U.! transportNodes) start
       (zc, lc, lowc, n2) = node (xs U.! transportNodes) zc1
@@ -275,15 +201,248 @@ buildTransport logPost addrs mean sds fixed now ia =
           , trLower = rowsOf (\(_, _, low) -> low)
           , trCentre = transportNodes
           , trWidth = 2 * h
+          , trSite2 = 0
+          , trNodes2 = U.empty
+          , trWidth2 = 0
           }
   in (tr, n1 + n2 + nu + nl)
+
+-- | Newton steps per node of a joint transport's grid (at most: they stop
+-- once the density no longer rises).  More than a one-site grid's: with 6,
+-- gp_pois_regr's joint (rho, alpha) transport moved alpha about half as well.
+jointNewtonSteps :: Int
+jointNewtonSteps = 25
+
+-- | A joint transport's grid: nodes on each side of the centre of each
+-- hyper site's axis (a (2k + 1)² grid) and their spacing in SDs.  Measured
+-- on gp_pois_regr (transport-only mixture, 4 x 1,000 draws): 9 x 9 nodes 1.5
+-- SDs apart gave rho / alpha bulk ESS 692-986 / 197-312; 13 x 13 nodes 0.6
+-- SDs apart 3,376-3,456 / 3,214-3,322 (the conditional mode and scale of the
+-- latent sites change fast with a scale parameter, and between nodes they
+-- are interpolated linearly).
+data JointGrid = JointGrid !Int !Double
+
+-- | The grid of the transport kept, and the coarse grid of the trials that
+-- choose its partner site.
+fineGrid, trialGrid :: JointGrid
+fineGrid = JointGrid 6 0.6
+trialGrid = JointGrid 1 1
+
+-- | A joint transport of two hyper sites @ia@ and @ib@ (indices into
+-- @addrs@; every other site is transported): m and S are functions of both
+-- hyper coordinates, found at the nodes of a square grid as in
+-- 'buildTransport' (each node continued from its neighbour) and
+-- interpolated bilinearly.  One update slices one of the two hyper
+-- coordinates with the other and w fixed, then moves w by elliptical slice
+-- sampling: Gibbs steps in the fixed coordinates (z_a, z_b, w), exact for
+-- the same reason as the one-site move.
+--
+-- Why.  When one hyper site is a scale and another a length scale (a GP's
+-- alpha and rho), the conditional of the latent sites given either one
+-- alone is a curved ridge along the other, which no Gaussian m, S of that
+-- one coordinate straightens: on gp_pois_regr the one-site transports
+-- moved rho and alpha about once per 100-1,000 updates.  Given both it is
+-- close to Gaussian.
+buildJoint
+  :: (U.Vector Double -> Double) -> U.Vector Int -> U.Vector Double -> U.Vector Double
+  -> JointGrid -> (Double, Double) -> (Int, Int) -> (Transport, Int)
+buildJoint logPost addrs mean sds (JointGrid k spacing) (nowA, nowB) (ia, ib) =
+  let d = U.length addrs
+      others = U.fromList [j | j <- [0 .. d - 1], j /= ia, j /= ib]
+      n2 = 2 * k + 1
+      axis i now =
+        let centre = if isNaN now || isInfinite now then mean U.! i else 0.5 * (mean U.! i + now)
+        in (centre, max 0.05 (min 2 (max (spacing * sds U.! i) (abs (now - mean U.! i) / fromIntegral k))))
+      (ca, ha) = axis ia nowA
+      (cb, hb) = axis ib nowB
+      xs = U.generate n2 (\q -> ca + ha * fromIntegral (q - k))
+      ys = U.generate n2 (\q -> cb + hb * fromIntegral (q - k))
+      solver i j = nodeSolver logPost d mean sds others jointNewtonSteps [(ia, xs U.! i), (ib, ys U.! j)]
+      node i j = snd (solver i j)
+      (zc1, _, n0) = fst (solver k k) (U.map (mean U.!) others)
+      -- row i: its centre node from z0, then outwards along b from there
+      row i z0 =
+        let (zi, lc, lowc, nc) = node i k z0
+            walk js = go js zi [] 0
+              where
+                go [] _ acc n = (acc, n)
+                go (j : rest) z acc n =
+                  let (z', l', low', m) = node i j z
+                  in go rest z' ((i * n2 + j, (z', l', low')) : acc) (n + m)
+            (up, nu) = walk [k + 1 .. 2 * k]
+            (down, nd) = walk [k - 1, k - 2 .. 0]
+        in ((i * n2 + k, (zi, lc, lowc)) : up ++ down, nc + nu + nd, zi)
+      rows is z0 = go is z0 [] 0
+        where
+          go [] _ acc n = (acc, n)
+          go (i : rest) z acc n = let (cells, m, zi) = row i z in go rest zi (cells ++ acc) (n + m)
+      (centreCells, nCentre, zc) = row k zc1
+      (upper, nUp) = rows [k + 1 .. 2 * k] zc
+      (lower, nDown) = rows [k - 1, k - 2 .. 0] zc
+      table = IM.fromList (centreCells ++ upper ++ lower)
+      rowsOf f = U.concat [f (table IM.! q) | q <- [0 .. n2 * n2 - 1]]
+      tr =
+        Transport
+          { trSite = addrs U.! ia
+          , trOthers = U.map (addrs U.!) others
+          , trNodes = xs
+          , trModes = rowsOf (\(m, _, _) -> m)
+          , trLogScales = rowsOf (\(_, l, _) -> l)
+          , trLower = rowsOf (\(_, _, low) -> low)
+          , trCentre = k
+          , trWidth = 2 * ha
+          , trSite2 = addrs U.! ib
+          , trNodes2 = ys
+          , trWidth2 = 2 * hb
+          }
+  in (tr, n0 + nCentre + nUp + nDown)
+
+-- | How much each adapted site acts as a scale of the others: moving site i
+-- by one warm-up SD either way from the warm-up mean, the sum over the
+-- other sites j of |Δ log c_j|, c_j the curvature −∂²log π/∂z_j² (finite
+-- differences; pairs where either curvature is not positive are skipped).
+-- A location parameter scores about 0, the scale of many sites about twice
+-- the log of its own range per site.  Returns the scores and evaluations.
+scaleScores :: (U.Vector Double -> Double) -> U.Vector Double -> U.Vector Double -> (U.Vector Double, Int)
+scaleScores logPost mean sds =
+  let d = U.length mean
+      eps j = max 1e-5 (min 1e-2 (1e-3 * sds U.! j))
+      curvatures p =
+        let f0 = logPost p
+            c j = let e = eps j
+                      fp = logPost (p U.// [(j, p U.! j + e)])
+                      fm = logPost (p U.// [(j, p U.! j - e)])
+                  in -(fp - 2 * f0 + fm) / (e * e)
+        in U.generate d c
+      scoreOf i =
+        let shifted sg = curvatures (mean U.// [(i, mean U.! i + sg * sds U.! i)])
+            cp = shifted 1
+            cm = shifted (-1)
+            terms = [abs (log (cp U.! j) - log (cm U.! j)) | j <- [0 .. d - 1], j /= i
+                    , cp U.! j > 0, cm U.! j > 0, not (isInfinite (cp U.! j)), not (isInfinite (cm U.! j))]
+        in sum [t | t <- terms, not (isNaN t)]
+  in (U.generate d scoreOf, d * 2 * (1 + 2 * d))
+
+-- | The grid's centre and spacing for hyper index @ia@ with @k@ nodes per
+-- side: centred between the warm-up mean and the chain's value @now@,
+-- spacing 1.5 warm-up SDs or enough to reach @now@ (within [0.05, 2]).
+gridSpacing :: U.Vector Double -> U.Vector Double -> Double -> Int -> Int -> (Double, Double)
+gridSpacing mean sds now ia k =
+  let centre = if isNaN now || isInfinite now then mean U.! ia else 0.5 * (mean U.! ia + now)
+      h = max 0.05 (min 2 (max (1.5 * sds U.! ia) (abs (now - mean U.! ia) / fromIntegral k)))
+  in (centre, h)
+
+-- | The conditional mode and scale of the sites @others@ (indices into the
+-- adapted sites) with the hyper sites @hv@ (index, value) held fixed, from a
+-- starting z_R: the Gauss–Seidel sweep alone (mode, log SDs, evaluations)
+-- and the full node (sweep, Hessian, Newton steps: mode, log diagonal of S,
+-- S's strictly lower part, evaluations).  See 'buildTransport'.
+nodeSolver
+  :: (U.Vector Double -> Double) -> Int -> U.Vector Double -> U.Vector Double -> U.Vector Int -> Int
+  -> [(Int, Double)]
+  -> ( U.Vector Double -> (U.Vector Double, U.Vector Double, Int)
+     , U.Vector Double -> (U.Vector Double, U.Vector Double, U.Vector Double, Int) )
+nodeSolver logPost d mean sds others steps hv =
+  let r = U.length others
+      slot = IM.fromList (zip (U.toList others) [0 ..])
+      full zr = U.generate d (\j -> case lookup j hv of
+                                        Just v -> v
+                                        Nothing -> maybe (mean U.! j) (zr U.!) (IM.lookup j slot))
+      eps j = max 1e-5 (min 1e-2 (1e-3 * sds U.! j))
+      -- one Gauss–Seidel Newton sweep over R at the hyper values: returns the
+      -- new z_R, the conditional SDs and the evaluations used
+      sweep zr0 =
+        let f0 = logPost (full zr0)
+            go !k !zr !f !acc !n
+              | k >= r = (zr, U.fromList (reverse acc), n)
+              | otherwise =
+                  let j = others U.! k
+                      e = eps j
+                      z = zr U.! k
+                      fp = logPost (full (zr U.// [(k, z + e)]))
+                      fm = logPost (full (zr U.// [(k, z - e)]))
+                      curv = -(fp - 2 * f + fm) / (e * e)
+                      grad = (fp - fm) / (2 * e)
+                      ok = curv > 0 && not (isInfinite curv) && not (isNaN grad) && not (isInfinite f)
+                      sdj = if ok then 1 / sqrt curv else sds U.! j
+                      stepv = if ok then max (-3 * sdj) (min (3 * sdj) (grad / curv)) else 0
+                      zr' = zr U.// [(k, z + stepv)]
+                      f' = if stepv == 0 then f else logPost (full zr')
+                      better = f' >= f && not (isNaN f')
+                      n' = n + 2 + (if stepv == 0 then 0 else 1)
+                  in if better
+                       then go (k + 1) zr' f' (log sdj : acc) n'
+                       else go (k + 1) zr f (log sdj : acc) n'
+        in let (zr, ls, n) = go 0 zr0 f0 [] 1 in (zr, ls, n)
+      -- the full conditional curvature of z_R at the hyper values: Newton steps
+      -- from the sweep's point (each kept if it raises the density) and S =
+      -- the lower Cholesky factor of the inverse finite-difference Hessian;
+      -- the sweep's diagonal where the Hessian is not positive definite
+      refine zr ls
+        | r > maxMatrixSites = (zr, ls, U.empty, 0)
+        | otherwise =
+            let (hess0, grad, f0, nh) = curvature zr
+                diagonalOnly = (zr, ls, U.replicate (r * r) 0, nh)
+                -- off-diagonal curvature shrunk towards the diagonal until
+                -- positive definite (away from the centre the conditional
+                -- is less Gaussian and the raw Hessian often is not)
+                shrunk c (Matrix n e) = Matrix n (U.imap (\q v -> let (i, j) = q `divMod` n in if i == j then v else c * v) e)
+                candidates = [shrunk c hess0 | c <- [1, 0.9, 0.7, 0.5]]
+                hess = case [h' | h' <- candidates, isJust (cholesky h')] of
+                  (h' : _) -> h'
+                  [] -> hess0
+            in case invertSpd hess of
+                 Nothing -> diagonalOnly
+                 Just c -> case cholesky c of
+                   Nothing -> diagonalOnly
+                   Just l ->
+                     let (zn, nn) = newton c steps zr f0 grad 0
+                     in (zn, U.map log (diagonal l), strictLower l, nh + nn)
+      -- Newton steps with the node's fixed inverse Hessian c, the gradient
+      -- re-estimated at each new point, while the density rises (halving once)
+      newton c k z f g n
+        | k <= (0 :: Int) = (z, n)
+        | fFull > f = continueAt (at 1) fFull (n + 1)
+        | fHalf > f = continueAt (at 0.5) fHalf (n + 2)
+        | otherwise = (z, n + 2)
+        where
+          stepv = matVec c g
+          at t = U.zipWith (\zi v -> zi + t * v) z stepv
+          fFull = logPost (full (at 1))
+          fHalf = logPost (full (at 0.5))
+          continueAt z' f' n' = newton c (k - 1) z' f' (gradientAt z') (n' + 2 * r)
+      gradientAt z =
+        let e k = eps (others U.! k)
+            bumped k sg = logPost (full (z U.// [(k, z U.! k + sg * e k)]))
+        in U.generate r (\k -> (bumped k 1 - bumped k (-1)) / (2 * e k))
+      curvature zr =
+        let fAt z = logPost (full z)
+            e k = eps (others U.! k)
+            bump ps = zr U.// [(k, zr U.! k + sg * e k) | (k, sg) <- ps]
+            f0 = fAt zr
+            fp = U.generate r (\k -> fAt (bump [(k, 1)]))
+            fm = U.generate r (\k -> fAt (bump [(k, -1)]))
+            grad = U.generate r (\k -> (fp U.! k - fm U.! k) / (2 * e k))
+            diagH k = -(fp U.! k - 2 * f0 + fm U.! k) / (e k * e k)
+            mixed i j =
+              let q a b = fAt (bump [(i, a), (j, b)])
+              in -(q 1 1 - q 1 (-1) - q (-1) 1 + q (-1) (-1)) / (4 * e i * e j)
+            lowerH = U.generate (r * r) (\q -> let (i, j) = q `divMod` r in if j < i then mixed i j else 0)
+            hess = fromFunction r (\i j -> if i == j then diagH i
+                                           else lowerH U.! (max i j * r + min i j))
+        in (hess, grad, f0, 1 + 2 * r + 2 * r * (r - 1))
+      node z0 =
+        let (z1, l1, ns) = sweep z0
+            (z2, l2, low, nr) = refine z1 l1
+        in (z2, l2, low, ns + nr)
+  in (sweep, node)
 
 -- | Grid nodes whose S has a non-zero off-diagonal part (the full-matrix
 -- transport; the others fell back to per-site SDs), for the tuning record.
 matrixNodes :: Transport -> Int
 matrixNodes tr
   | U.null (trLower tr) || r == 0 = 0
-  | otherwise = length [k | k <- [0 .. U.length (trNodes tr) - 1], U.any (/= 0) (U.slice (k * r * r) (r * r) (trLower tr))]
+  | otherwise = length [k | k <- [0 .. U.length (trLogScales tr) `div` r - 1], U.any (/= 0) (U.slice (k * r * r) (r * r) (trLower tr))]
   where
     r = U.length (trOthers tr)
 
@@ -313,6 +472,31 @@ interpolate tr x =
                t = (x - xs U.! i) / (xs U.! (i + 1) - xs U.! i)
            in (blend r i t (trModes tr), blend r i t (trLogScales tr), lowerAt (\n v -> blend n i t v))
 
+-- | A joint transport's m(x, y), log s(x, y) and S's strictly lower part:
+-- bilinear between grid nodes, constant beyond the grid's edges.
+interpolate2 :: Transport -> Double -> Double -> (U.Vector Double, U.Vector Double, U.Vector Double)
+interpolate2 tr x y =
+  let (i, t) = bracket (trNodes tr) x
+      (j, u) = bracket (trNodes2 tr) y
+      n2 = U.length (trNodes2 tr)
+      r = U.length (trOthers tr)
+      row n v q = U.slice (q * n) n v
+      mix n v = U.zipWith4 (\p00 p10 p01 p11 -> (1 - t) * (1 - u) * p00 + t * (1 - u) * p10 + (1 - t) * u * p01 + t * u * p11)
+                  (row n v (i * n2 + j)) (row n v ((i + 1) * n2 + j)) (row n v (i * n2 + j + 1)) (row n v ((i + 1) * n2 + j + 1))
+  in (mix r (trModes tr), mix r (trLogScales tr), if U.null (trLower tr) then U.empty else mix (r * r) (trLower tr))
+
+-- | The cell of an increasing grid holding x and the fraction across it,
+-- clamped to the first or last cell beyond the ends.
+bracket :: U.Vector Double -> Double -> (Int, Double)
+bracket xs x
+  | x <= xs U.! 0 = (0, 0)
+  | x >= xs U.! (k - 1) = (k - 2, 1)
+  | otherwise =
+      let i = min (k - 2) (length (takeWhile (<= x) (U.toList xs)) - 1)
+      in (i, (x - xs U.! i) / (xs U.! (i + 1) - xs U.! i))
+  where
+    k = U.length xs
+
 -- | m, log s and S's strictly lower part for hyper site @tr@ at value x,
 -- with the other hyper sites at their current values: tr's own grid plus,
 -- for every other hyper site b whose transport moves the same sites R (the
@@ -326,7 +510,7 @@ combined trs tr current x =
   let (m, l, low) = interpolate tr x
       shifts =
         [ (U.zipWith (-) mb mc, U.zipWith (-) lb lc)
-        | tb <- trs, trSite tb /= trSite tr, trOthers tb == trOthers tr
+        | tb <- trs, not (isJoint tb), trSite tb /= trSite tr, trOthers tb == trOthers tr
         , let (mb, lb, _) = interpolate tb (current (trSite tb))
         , let (mc, lc) = centreOf tb ]
       add (p, q) (dp, dq) = (U.zipWith (+) p dp, U.zipWith (+) q dq)
@@ -352,14 +536,22 @@ transportStep _ _ [] g st = (st, 0, 0, g)
 transportStep eval jacobian trs g0 st =
   let (w64, g1) = nextWord64 g0
       tr = trs !! fromIntegral (w64 `mod` fromIntegral (length trs))
-      (seed, g2) = nextWord64 g1
+      (seed, g2') = nextWord64 g1
+      -- a joint transport slices one of its two hyper coordinates
+      joint = isJoint tr
+      (second, g2) = if joint then let (c, g) = nextWord64 g2' in (odd c, g) else (False, g2')
       sites0 = csSites st
       current b = IM.findWithDefault (freshNormal seed b) b sites0
-      a = trSite tr
+      a = if second then trSite2 tr else trSite tr
       za = current a
       others = trOthers tr
       zr = U.map current others
-      at = combined trs tr current
+      -- the hyper sites' values with a's set to x
+      hypersAt x
+        | not joint = [(a, x)]
+        | second = [(trSite tr, current (trSite tr)), (a, x)]
+        | otherwise = [(a, x), (trSite2 tr, current (trSite2 tr))]
+      at x = mapAt trs tr current (hypersAt x)
       (m0, l0, low0) = at za
       w = standardise m0 l0 low0 zr
       pointAt x =
@@ -371,15 +563,35 @@ transportStep eval jacobian trs g0 st =
         in if nonFinite
              then (-1 / 0, Nothing)
              else
-               let ev = eval seed (placed a x others zr' sites0)
+               let ev = eval seed (placed (hypersAt x) others zr' sites0)
                    lw = evLogWeight ev
                    prior = -0.5 * (x * x + sumSquares zr')
                in if validLogWeight lw then (lw + prior + jac, Just ev) else (-1 / 0, Nothing)
       f0 = csLogWeight st - 0.5 * (za * za + sumSquares zr) + (if jacobian then U.sum l0 else 0)
-      (found, n, bad, g3) = sliceOffset (trWidth tr) (\dx -> logDensity (za + dx)) f0 g2
+      width = if second then trWidth2 tr else trWidth tr
+      (found, n, bad, g3) = sliceOffset width (\dx -> logDensity (za + dx)) f0 g2
       st1 = maybe st (\ev -> ChainState (evSites ev) (evLogWeight ev) (evValue ev)) found
       (st2, nb, bb, g4) = ellipticalStep eval trs tr g3 st1
   in (st2, n + nb, bad + bb, g4)
+
+-- | Whether @tr@ is a joint transport of two hyper sites ('buildJoint').
+isJoint :: Transport -> Bool
+isJoint tr = not (U.null (trNodes2 tr))
+
+-- | m, log s and S's strictly lower part of transport @tr@ with its hyper
+-- sites at the given values (the first is its own site for a one-site
+-- transport, which also follows the other one-site transports' hyper
+-- sites, see 'combined').
+mapAt :: [Transport] -> Transport -> (Int -> Double) -> [(Int, Double)] -> (U.Vector Double, U.Vector Double, U.Vector Double)
+mapAt trs tr current hv = case hv of
+  [(_, x), (_, y)] | isJoint tr -> interpolate2 tr x y
+  ((_, x) : _) -> combined trs tr current x
+  [] -> combined trs tr current (current (trSite tr))
+
+-- | The hyper sites of @tr@ at their current values.
+hypersNow :: Transport -> (Int -> Double) -> [(Int, Double)]
+hypersNow tr current =
+  (trSite tr, current (trSite tr)) : [(trSite2 tr, current (trSite2 tr)) | isJoint tr]
 
 -- | Elliptical slice sampling (Murray, Adams and MacKay 2010) of all the
 -- transported sites at once, in w = S(z_a)⁻¹ (z_R − m(z_a)) with the hyper
@@ -407,10 +619,10 @@ ellipticalStep eval trs tr g0 st =
   let (seed, g1) = nextWord64 g0
       sites0 = csSites st
       current b = IM.findWithDefault (freshNormal seed b) b sites0
-      za = current (trSite tr)
+      hv = hypersNow tr current
       others = trOthers tr
       zr = U.map current others
-      (m, l, low) = combined trs tr current za
+      (m, l, low) = mapAt trs tr current hv
       w = standardise m l low zr
       (nu, g2) = normals (U.length others) g1
       (u, g3) = nextUniform g2
@@ -424,7 +636,7 @@ ellipticalStep eval trs tr g0 st =
         in if U.any (\x -> isNaN x || isInfinite x) zr'
              then (-1 / 0, Nothing)
              else
-               let ev = eval seed (placed (trSite tr) za others zr' sites0)
+               let ev = eval seed (placed hv others zr' sites0)
                    lw = evLogWeight ev
                in if validLogWeight lw
                     then (lw - 0.5 * sumSquares zr' + 0.5 * sumSquares w', Just ev)
@@ -468,9 +680,11 @@ lowerFactor l low = Matrix r (U.imap withDiagonal low)
     r = U.length l
     withDiagonal q v = let (i, j) = q `divMod` r in if i == j then exp (l U.! i) else v
 
--- | The sites with hyper site @a@ at @za@ and the transported sites at @zr@.
-placed :: Int -> Double -> U.Vector Int -> U.Vector Double -> Sites -> Sites
-placed a za others zr sites0 = U.ifoldl' (\acc i b -> IM.insert b (zr U.! i) acc) (IM.insert a za sites0) others
+-- | The sites with the hyper sites at the given values and the transported
+-- sites at @zr@.
+placed :: [(Int, Double)] -> U.Vector Int -> U.Vector Double -> Sites -> Sites
+placed hv others zr sites0 =
+  U.ifoldl' (\acc i b -> IM.insert b (zr U.! i) acc) (foldl (\acc (a, v) -> IM.insert a v acc) sites0 hv) others
 
 sumSquares :: U.Vector Double -> Double
 sumSquares = U.sum . U.map (\v -> v * v)
