@@ -15,6 +15,7 @@ module SamplerSpec (spec) where
 import Control.Exception (evaluate)
 import Control.Monad (forM_, replicateM)
 import Data.List (isPrefixOf)
+import Data.Maybe (isJust)
 import qualified Data.Aeson as A
 import qualified Data.ByteString.Lazy as BL
 import qualified Data.Map.Strict as Map
@@ -260,6 +261,9 @@ spec = do
       agrees (muMean, muSd) (map (map fst . crDraws) rs)
     it "the same check fails with the move's Jacobian dropped" $
       agreesWith (tauMean, tauSd) (map (map snd . crDraws) broken) `shouldBe` False
+    it "add a joint transport of the scale site τ and a partner (half the transported updates)" $
+      all (\r -> all (isJust . (`lookup` crTuning r)) ["transport_joint_scale_site", "transport_joint_partner"]
+                 && maybe False (>= 10) (lookup "transport_joint_scale_score" (crTuning r))) rs `shouldBe` True
     it "on Neal's funnel (2 x's), v ~ N(0, 3)" $
       fitChains (transportSettings 48) (funnel 2) >>= agrees (0, 3)
 
