@@ -76,12 +76,12 @@ data Tuning = Tuning
     -- at the mode, so a cleaner picture of which sites depend on which than
     -- the windows of a slowly mixing chain)
   , tuHyperSites :: [Int]
+    -- ^ addresses of the transported hyper sites
   , tuJointSites :: [Int]
     -- ^ indices (into the adapted sites) of a joint transport's two hyper
     -- sites, or empty
   , tuJointInfo :: [(String, Double)]
     -- ^ what the choice of the joint transport's pair measured
-    -- ^ addresses of the transported hyper sites
   , tuTransportEvaluations :: !Int
     -- ^ model evaluations spent building transports
   , tuSpread :: !Double

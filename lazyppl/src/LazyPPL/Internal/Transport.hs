@@ -298,7 +298,7 @@ buildJoint logPost addrs mean sds (JointGrid k spacing) (nowA, nowB) (ia, ib) =
   in (tr, n0 + nCentre + nUp + nDown)
 
 -- | How much each adapted site acts as a scale of the others: moving site i
--- by one warm-up SD either way from the warm-up mean, the sum over the
+-- by its SD @sds@ ! i either way from the warm-up mean, the sum over the
 -- other sites j of |Δ log c_j|, c_j the curvature −∂²log π/∂z_j² (finite
 -- differences; pairs where either curvature is not positive are skipped).
 -- A location parameter scores about 0, the scale of many sites about twice
