@@ -190,22 +190,31 @@ buildTransport logPost addrs mean sds fixed now ia =
       (upper, nu) = walk [transportNodes + 1 .. 2 * transportNodes] zc
       (lower, nl) = walk [transportNodes - 1, transportNodes - 2 .. 0] zc
       table = IM.fromList ((transportNodes, (zc, lc, lowc)) : upper ++ lower)
-      rowsOf f = U.concat [f (table IM.! k) | k <- [0 .. 2 * transportNodes]]
-      tr =
-        Transport
-          { trSite = addrs U.! ia
-          , trOthers = U.map (addrs U.!) others
-          , trNodes = xs
-          , trModes = rowsOf (\(m, _, _) -> m)
-          , trLogScales = rowsOf (\(_, l, _) -> l)
-          , trLower = rowsOf (\(_, _, low) -> low)
-          , trCentre = transportNodes
-          , trWidth = 2 * h
-          , trSite2 = 0
-          , trNodes2 = U.empty
-          , trWidth2 = 0
-          }
+      tr = gridTransport (addrs U.! ia) (U.map (addrs U.!) others) (xs, transportNodes, 2 * h) (0, U.empty, 0)
+             [table IM.! k | k <- [0 .. 2 * transportNodes]]
   in (tr, n1 + n2 + nu + nl)
+
+-- | A transport from its grid: hyper site, transported sites, the first
+-- axis (nodes, centre index, slice width), the second (site, nodes, slice
+-- width; no nodes for a one-site transport) and each node's (m, log
+-- diagonal of S, S's strictly lower part) in row order.
+gridTransport
+  :: Int -> U.Vector Int -> (U.Vector Double, Int, Double) -> (Int, U.Vector Double, Double)
+  -> [(U.Vector Double, U.Vector Double, U.Vector Double)] -> Transport
+gridTransport site others (xs, centre, width) (site2, ys, width2) cells =
+  Transport
+    { trSite = site
+    , trOthers = others
+    , trNodes = xs
+    , trModes = U.concat [m | (m, _, _) <- cells]
+    , trLogScales = U.concat [l | (_, l, _) <- cells]
+    , trLower = U.concat [low | (_, _, low) <- cells]
+    , trCentre = centre
+    , trWidth = width
+    , trSite2 = site2
+    , trNodes2 = ys
+    , trWidth2 = width2
+    }
 
 -- | Newton steps per node of a joint transport's grid (at most: they stop
 -- once the density no longer rises).  More than a one-site grid's: with 6,
@@ -280,21 +289,8 @@ buildJoint logPost addrs mean sds (JointGrid k spacing) (nowA, nowB) (ia, ib) =
       (upper, nUp) = rows [k + 1 .. 2 * k] zc
       (lower, nDown) = rows [k - 1, k - 2 .. 0] zc
       table = IM.fromList (centreCells ++ upper ++ lower)
-      rowsOf f = U.concat [f (table IM.! q) | q <- [0 .. n2 * n2 - 1]]
-      tr =
-        Transport
-          { trSite = addrs U.! ia
-          , trOthers = U.map (addrs U.!) others
-          , trNodes = xs
-          , trModes = rowsOf (\(m, _, _) -> m)
-          , trLogScales = rowsOf (\(_, l, _) -> l)
-          , trLower = rowsOf (\(_, _, low) -> low)
-          , trCentre = k
-          , trWidth = 2 * ha
-          , trSite2 = addrs U.! ib
-          , trNodes2 = ys
-          , trWidth2 = 2 * hb
-          }
+      tr = gridTransport (addrs U.! ia) (U.map (addrs U.!) others) (xs, k, 2 * ha) (addrs U.! ib, ys, 2 * hb)
+             [table IM.! q | q <- [0 .. n2 * n2 - 1]]
   in (tr, n0 + nCentre + nUp + nDown)
 
 -- | How much each adapted site acts as a scale of the others: moving site i
