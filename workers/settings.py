@@ -17,7 +17,9 @@ class _Group(BaseModel):
 
 class PyMCSettings(_Group):
     """NUTS settings. ``target_accept`` is raised to each of ``retry_target_accepts`` in
-    turn while a fit has divergences (every attempt is recorded)."""
+    turn while a fit has divergences, and a dense or low-rank ``mass_matrix`` that still
+    diverges at the last tries it once more with a diagonal one (every attempt is
+    recorded)."""
 
     chains: int = Field(4, ge=1, le=16)
     tune: int = Field(1000, ge=50, le=20000)

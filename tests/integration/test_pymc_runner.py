@@ -171,7 +171,7 @@ CENTERED = HEADER + """\
 
 def test_divergences_trigger_retries_at_higher_target_accept():
     fit = fit_pymc(CENTERED, FULL, chains=2, tune=200, draws=200, seed=2,
-                   retry_target_accepts=(0.95, 0.99))
+                   retry_target_accepts=(0.95, 0.99), mass_matrix="diag")
     attempts = fit.stats["attempts"]
     assert attempts[0]["target_accept"] == 0.8 and attempts[0]["divergences"] > 0
     assert [a["target_accept"] for a in attempts[1:]] == [0.95, 0.99][:len(attempts) - 1]
@@ -183,10 +183,37 @@ def test_divergences_trigger_retries_at_higher_target_accept():
     assert fit.stats["process"]["wall_seconds"] >= sum(a["timings"]["sample"] for a in attempts)
 
 
+def test_a_low_rank_fit_still_diverging_at_the_last_target_accept_retries_it_with_a_diagonal_matrix():
+    """The default mass matrix (nutpie's low-rank one) on the centred eight schools,
+    which diverges whatever the matrix: after the last target_accept (here the only one)
+    the same compiled sampler tries it again with a diagonal matrix; both attempts, the
+    fallback and the chosen attempt's matrix are recorded (choice.diagonal_retry)."""
+    fit = fit_pymc(CENTERED, FULL, chains=2, tune=200, draws=200, seed=2, target_accept=0.8,
+                   retry_target_accepts=())
+    attempts = fit.stats["attempts"]
+    assert [(a["target_accept"], a["mass_matrix"]) for a in attempts] == [(0.8, "low_rank"), (0.8, "diag")]
+    assert attempts[0]["divergences"] > 0
+    assert attempts[1]["timings"]["compile"] == 0  # a sampling option: nothing recompiled
+    (retry,) = fit.sampler["fallbacks"]
+    assert (retry["from"], retry["from_mass_matrix"]) == ("nutpie", "low_rank")
+    assert (retry["to"], retry["mass_matrix"]) == ("nutpie", "diag")
+    assert f"{attempts[0]['divergences']} divergent transitions after every target_accept" in retry["reason"]
+    chosen = min(reversed(attempts), key=lambda a: a["divergences"])  # fewest, later on ties
+    assert fit.divergences == chosen["divergences"]
+    assert fit.sampler["mass_matrix"] == chosen["mass_matrix"]
+    # a diagonal fit has nothing left to try
+    diag = fit_pymc(CENTERED, FULL, chains=2, tune=200, draws=200, seed=2, target_accept=0.8,
+                    retry_target_accepts=(), mass_matrix="diag")
+    assert len(diag.stats["attempts"]) == 1 and "fallbacks" not in diag.sampler
+    assert diag.divergences > 0 and diag.sampler["mass_matrix"] == "diag"
+
+
 def test_a_retry_stopped_by_the_wall_clock_keeps_the_finished_attempt():
     """The first attempt diverges; the budget then runs out inside the retry: the fit is
     the first attempt's, and the stop is recorded, not raised."""
-    settings = dict(chains=2, tune=1000, draws=50_000, seed=2, target_accept=0.8)
+    # a diagonal matrix: no diagonal retry after the last target_accept
+    settings = dict(chains=2, tune=1000, draws=50_000, seed=2, target_accept=0.8,
+                    mass_matrix="diag")
     first = fit_pymc(CENTERED, FULL, retry_target_accepts=(), **settings)
     assert first.divergences > 0
     spent = first.stats["process"]["wall_seconds"]

@@ -127,11 +127,23 @@ def test_after_an_attempt_retry_fall_back_to_a_diagonal_mass_matrix_then_nutpie_
     assert position == 1 and (fallback["to"], fallback["mass_matrix"]) == ("numpyro", "diag")
     assert fallback["stalled_chains"] == [0] and fallback["later_fits_only"] is False
     assert after_attempt(stalled, 100, 0, 3, diag) == (1, None)
-    # a requested backend, or nutpie after a fallback, is never replaced
-    for choice in (None, {"backend": "nutpie", "mass_matrix": "low_rank"}):
-        assert after_attempt(some, 100, 2, 3, choice) == (None, None)
-        assert after_attempt(dead, 100, 0, 3, choice) == (1, None)
-        assert after_attempt(stalled, 100, 0, 3, choice) == (1, None)
+    # a requested backend, or nutpie after a fallback, is never replaced: only its mass
+    # matrix, at the last target_accept (diagonal_retry); with a diagonal one it stops
+    low_rank = {"backend": "nutpie", "mass_matrix": "low_rank"}
+    for choice, requested in ((None, None), (None, {"backend": "nutpie", "mass_matrix": "diag"}),
+                              ({"backend": "nutpie", "mass_matrix": "diag"}, None)):
+        assert after_attempt(some, 100, 2, 3, choice, requested) == (None, None)
+    for choice, requested in ((None, low_rank), (None, {"backend": "pymc", "mass_matrix": "dense"}),
+                              (low_rank, None)):
+        sampler = choice or requested
+        position, fallback = after_attempt(some, 100, 2, 3, choice, requested)
+        assert position == 2
+        assert (fallback["from"], fallback["to"]) == (sampler["backend"], sampler["backend"])
+        assert (fallback["from_mass_matrix"], fallback["mass_matrix"]) == (sampler["mass_matrix"], "diag")
+        assert "3 divergent transitions after every target_accept" in fallback["reason"]
+        assert after_attempt(clean, 100, 2, 3, choice, requested) == (None, None)
+        assert after_attempt(dead, 100, 0, 3, choice, requested) == (1, None)
+        assert after_attempt(stalled, 100, 0, 3, choice, requested) == (1, None)
 
 
 def test_the_longest_fallback_sequence_fits_the_attempt_bound():
@@ -155,8 +167,17 @@ def test_the_longest_fallback_sequence_fits_the_attempt_bound():
                 if fallback:
                     choice = {"backend": fallback["to"], "mass_matrix": fallback["mass_matrix"]}
             assert attempts <= most_attempts(accepts), (accepts, collapse_at, attempts)
-            if collapse_at is None:
-                assert attempts == 3 * accepts
+            if collapse_at is None:  # numpyro dense, diagonal, nutpie, nutpie's diagonal retry
+                assert attempts == 3 * accepts + 1
+    # a requested backend: every target_accept, then the last again with a diagonal matrix
+    for accepts in (1, 3):
+        requested, position, attempts = {"backend": "nutpie", "mass_matrix": "low_rank"}, 0, 0
+        while position is not None:
+            attempts += 1
+            position, fallback = after_attempt(some, 100, position, accepts, None, requested)
+            if fallback:
+                requested = {"backend": fallback["to"], "mass_matrix": fallback["mass_matrix"]}
+        assert attempts == accepts + 1 <= most_attempts(accepts)
 
 
 def test_a_stopped_childs_running_attempt_is_named_by_the_childs_own_order():
@@ -177,6 +198,11 @@ def test_a_stopped_childs_running_attempt_is_named_by_the_childs_own_order():
     assert _next_accept(job, {2: attempt(2, some, numpyro)}) == 0.8
     assert _next_accept(job, {0: attempt(0, dead, None)}) == 0.95
     assert _next_accept(job, {2: attempt(2, ok, None)}) is None
+    # a requested low-rank fit diverging at the last target_accept: the diagonal retry
+    # of that target_accept is next; after it, nothing
+    low_rank = dict(job, backend="nutpie", mass_matrix="low_rank")
+    assert _next_accept(low_rank, {2: dict(attempt(2, some, None), mass_matrix="low_rank")}) == 0.99
+    assert _next_accept(low_rank, {3: dict(attempt(2, some, None), mass_matrix="diag")}) is None
     # a list that repeats a value: the position, not the value, says where the child was
     twice = {"target_accepts": [0.9, 0.9, 0.99], "draws": 100}
     assert _next_accept(twice, {1: {"target_accept": 0.9, "position": 1, "stats": some,

@@ -393,6 +393,9 @@ def run(job: dict, out, session: Session) -> None:
     min_share = float(job.get("min_retry_share", 0.0))
     skipped = None
     keys = {f"v{i}": name for i, name in enumerate(names)}
+    # fallbacks of a requested backend (its mass matrix only: choice.diagonal_retry);
+    # an automatic choice keeps its own in choice["fallbacks"]
+    requested_fallbacks: list[dict] = []
     attempt = position = 0  # attempts written; index into accepts
     while position < len(accepts):
         accept = accepts[position]
@@ -422,6 +425,8 @@ def run(job: dict, out, session: Session) -> None:
             "timings": {k: round(v, 4) for k, v in timings.items()},
             "versions": _versions(job["backend"]),
             "backend": sampled.backend or job["backend"],
+            "mass_matrix": job["mass_matrix"],
+            "fallbacks": list(requested_fallbacks),
             "memory_mb": _memory_peaks(),
             "target_accept": accept,
             "position": position,
@@ -436,9 +441,16 @@ def run(job: dict, out, session: Session) -> None:
                  lambda f: f.write(json.dumps(summary).encode()))
         attempt += 1
         timings = {"import": 0.0, "prewarm": 0.0, "build": 0.0}
+        requested = None if choice is not None else {"backend": job["backend"],
+                                                     "mass_matrix": job["mass_matrix"]}
         following, fallback = choices.after_attempt(stats, job["draws"], position,
-                                                    len(accepts), choice)
-        if fallback is not None:  # an automatic choice that failed: the next one takes over
+                                                    len(accepts), choice, requested)
+        if fallback is not None and choice is None:
+            # a requested backend: the same compiled sampler, another mass matrix, for
+            # this fit only (a later fit starts again from the requested one)
+            requested_fallbacks.append(fallback)
+            job = {**job, "mass_matrix": fallback["mass_matrix"]}
+        elif fallback is not None:  # an automatic choice that failed: the next one takes over
             compiles = session.compiles
             run_one, choice = _fall_back(key, session, choice, fallback)
             info = dict(info, compiled=info["compiled"] or session.compiles > compiles,

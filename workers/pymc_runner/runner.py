@@ -346,6 +346,10 @@ def make_fit(summary, arrays, job, attempts, process) -> Fit:
                "cores": job["cores"], "mass_matrix": job["mass_matrix"],
                "target_accept": summary["target_accept"], "profile": job["profile"],
                "initialisation": summary.get("initialisation", "default")}
+    if summary.get("mass_matrix") in MASS_MATRICES:  # the chosen attempt's (diagonal_retry)
+        sampler["mass_matrix"] = summary["mass_matrix"]
+    if summary.get("fallbacks"):  # a requested backend's diagonal retry (whichever attempt won)
+        sampler["fallbacks"] = summary["fallbacks"]
     if summary.get("backend_choice"):  # backend "auto": what was chosen, for which size, why
         sampler["backend_choice"] = summary["backend_choice"]
         sampler["mass_matrix"] = summary["backend_choice"]["mass_matrix"]

@@ -251,7 +251,9 @@ class PymcSession:
 
         If the fit has divergent transitions, it is repeated with each of
         ``retry_target_accepts`` (higher than ``target_accept``) in turn until one has
-        none, within ``wall_seconds`` (default: the session's wall limit); the attempt
+        none, within ``wall_seconds`` (default: the session's wall limit), and a dense or
+        low-rank mass matrix still diverging at the last one tries it once more with a
+        diagonal matrix (``choice.diagonal_retry``); the attempt
         with the fewest divergences (the later one on ties) is returned and every attempt
         is listed in ``Fit.stats["attempts"]``. Same arguments, same draws.
         """
@@ -316,6 +318,7 @@ class PymcSession:
                 break
             finished[k] = json.loads(runner.read_output(path))
         attempts = [{"target_accept": finished[k]["target_accept"], "number": k,
+                     "mass_matrix": finished[k].get("mass_matrix", job["mass_matrix"]),
                      "divergences": finished[k]["stats"]["divergences"],
                      "timings": finished[k]["timings"]} for k in sorted(finished)]
         if stopped is None:
@@ -330,7 +333,10 @@ class PymcSession:
             attempts.append({"target_accept": _next_accept(job, finished),
                              "error": stopped.to_dict()})
         chosen = min(reversed(attempts[:len(finished)]), key=lambda a: a["divergences"])
-        summary = finished[chosen["number"]]
+        # a requested backend's diagonal retry is recorded whichever attempt is chosen:
+        # the last attempt lists every fallback before it
+        summary = {**finished[chosen["number"]],
+                   "fallbacks": finished[max(finished)].get("fallbacks") or []}
         process["cpu_seconds"] = round(sum(float(a["timings"].get("cpu", 0.0))
                                            for a in attempts[:len(finished)]), 3)
         process["max_rss_mb"] = (summary.get("memory_mb") or {}).get("resident")
@@ -424,6 +430,9 @@ def _next_accept(job: dict, finished: dict) -> float | None:
     position = last.get("position")
     if type(position) is not int or not 0 <= position < len(accepts):
         return None
+    choice = last.get("backend_choice")
+    requested = None if choice else {"backend": job.get("backend"),
+                                     "mass_matrix": last.get("mass_matrix", job.get("mass_matrix"))}
     position, _ = choices.after_attempt(last["stats"], job["draws"], position,
-                                        len(accepts), last.get("backend_choice"))
+                                        len(accepts), choice, requested)
     return None if position is None else accepts[position]
