@@ -73,7 +73,9 @@ class LimitSettings(BaseModel):
         2_000_000, ge=1, description="Metropolis steps per chain after all looks: "
         "warmup + final draws × thin")
     looks: int = Field(6, ge=1, description="budget.max_looks")
-    retries: int = Field(4, ge=0, description="entries of pymc.retry_target_accepts")
+    retries: int = Field(4, ge=0, description="entries of pymc.retry_target_accepts (a fit "
+                         "may add one diagonal-mass-matrix retry of the last, and backend auto "
+                         "its fallbacks; the wall and CPU limits bound every attempt)")
     scopes: int = Field(8, ge=1, description="scopes per audit")
     parameters: int = Field(100, ge=1, description="entries of the request's parameters list")
     scalars: int = Field(2_000, ge=1, description="scalars of one stored fit the service "
