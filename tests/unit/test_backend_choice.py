@@ -250,3 +250,23 @@ def test_a_stalled_dense_jax_chain_moves_later_fits_to_a_diagonal_mass_matrix():
         assert for_later_fits(stalled, choice) is None
     moving = dict(stalled, step_size=[0.2, 0.21, 0.35, 0.3])
     assert for_later_fits(moving, {"backend": "numpyro", "mass_matrix": "dense"}) is None
+
+
+def test_a_childs_mass_matrix_and_fallback_records_are_checked_before_they_reach_the_evidence():
+    """Both come from the child's output (the user's program ran in that process)."""
+    from workers.pymc_runner.session import _fallbacks, _mass_matrix
+
+    job = {"mass_matrix": "low_rank"}
+    assert _mass_matrix({"mass_matrix": "diag"}, job) == "diag"
+    for forged in ("rm -rf", None, ["diag"], 3):
+        assert _mass_matrix({"mass_matrix": forged}, job) == "low_rank"
+    good = {"from": "nutpie", "from_mass_matrix": "low_rank", "to": "nutpie",
+            "mass_matrix": "diag", "collapsed_chains": [], "reason": "1 divergent transitions"}
+    assert _fallbacks([good], 3) == [good]
+    for forged in (None, "x", {"from": "nutpie"}, 7):
+        assert _fallbacks(forged, 3) == []
+    many = _fallbacks([good] * 10_000, 3)
+    assert len(many) == 11  # most_attempts(3)
+    odd = _fallbacks([{"reason": "r" * 10_000, "extra": "x", "from": {"nested": 1},
+                       "collapsed_chains": list(range(1000))}, "not a dict"], 3)
+    assert odd == [{"reason": "r" * 500}]

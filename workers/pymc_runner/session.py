@@ -318,7 +318,7 @@ class PymcSession:
                 break
             finished[k] = json.loads(runner.read_output(path))
         attempts = [{"target_accept": finished[k]["target_accept"], "number": k,
-                     "mass_matrix": finished[k].get("mass_matrix", job["mass_matrix"]),
+                     "mass_matrix": _mass_matrix(finished[k], job),
                      "divergences": finished[k]["stats"]["divergences"],
                      "timings": finished[k]["timings"]} for k in sorted(finished)]
         if stopped is None:
@@ -336,7 +336,9 @@ class PymcSession:
         # a requested backend's diagonal retry is recorded whichever attempt is chosen:
         # the last attempt lists every fallback before it
         summary = {**finished[chosen["number"]],
-                   "fallbacks": finished[max(finished)].get("fallbacks") or []}
+                   "mass_matrix": _mass_matrix(finished[chosen["number"]], job),
+                   "fallbacks": _fallbacks(finished[max(finished)].get("fallbacks"),
+                                           len(job["target_accepts"]))}
         process["cpu_seconds"] = round(sum(float(a["timings"].get("cpu", 0.0))
                                            for a in attempts[:len(finished)]), 3)
         process["max_rss_mb"] = (summary.get("memory_mb") or {}).get("resident")
@@ -416,6 +418,32 @@ class Standby:
             session, self._session = self._session, None
         if session is not None:
             session.close()
+
+
+def _mass_matrix(summary: dict, job: dict) -> str:
+    """The mass matrix an attempt's summary (the child's output, not trusted) names, if
+    it is one; else the request's."""
+    named = summary.get("mass_matrix")
+    return named if named in runner.MASS_MATRICES else job["mass_matrix"]
+
+
+#: The fields of a fallback record (``choice._fallback``) kept from the child's output.
+_FALLBACK_FIELDS = ("from", "from_mass_matrix", "to", "mass_matrix", "collapsed_chains",
+                    "stalled_chains", "later_fits_only", "reason")
+
+
+def _fallbacks(records, accepts: int) -> list[dict]:
+    """A requested backend's fallback records as the child reported them (not trusted):
+    at most as many as a request can make, only the known fields, short texts."""
+    if not isinstance(records, list):
+        return []
+    kept = []
+    for record in records[:choices.most_attempts(accepts)]:
+        if isinstance(record, dict):
+            kept.append({k: (v[:500] if isinstance(v, str) else v) for k, v in record.items()
+                         if k in _FALLBACK_FIELDS and isinstance(v, (str, int, bool, list))
+                         and (not isinstance(v, list) or len(v) <= 64)})
+    return kept
 
 
 def _next_accept(job: dict, finished: dict) -> float | None:
