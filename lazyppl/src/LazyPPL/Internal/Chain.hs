@@ -23,7 +23,7 @@ import Control.DeepSeq (NFData (..), force)
 import Control.Exception (Exception, SomeException, evaluate, throw, throwIO, try)
 import qualified Data.IntMap.Strict as IM
 import Data.List (maximumBy, sortBy)
-import Data.Maybe (isJust, isNothing)
+import Data.Maybe (isJust, isNothing, listToMaybe)
 import Data.Ord (Down (..), comparing)
 import qualified Data.Vector.Unboxed as U
 import Data.Word (Word64)
@@ -320,12 +320,9 @@ runChain s m c =
                      info = [ ("transport_joint_scale_score", sa), ("transport_joint_scale_site", fromIntegral ia)
                             , ("transport_joint_partner", fromIntegral best), ("transport_joint_mobility", bestMob) ]
                  in (Just (tr, (ia, best)), n, info)
-               _ -> (Nothing, n1, [("transport_joint_scale_score", maybe 0 snd (safeHead ranked))])
+               _ -> (Nothing, n1, [("transport_joint_scale_score", maybe 0 snd (listToMaybe ranked))])
       where
         d = U.length (tuSites t)
-        safeHead xs = case xs of
-          (x : _) -> Just x
-          [] -> Nothing
     -- squared jump between two states over the adapted sites, in the metric
     -- of the current covariance estimate
     jumpOf t a b =

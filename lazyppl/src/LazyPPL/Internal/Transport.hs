@@ -174,19 +174,14 @@ buildTransport logPost addrs mean sds fixed now ia =
       others = U.fromList [j | j <- [0 .. d - 1], j /= ia, j `notElem` fixed]
       r = U.length others
       transportNodes = nodesPerSide r
-      (centre, h) = gridSpacing mean sds now ia transportNodes
+      (centre, h) = gridSpacing 1.5 mean sds now ia transportNodes
       xs = U.generate (2 * transportNodes + 1) (\k -> centre + h * fromIntegral (k - transportNodes))
       sweep x = fst (nodeSolver logPost d mean sds others newtonSteps [(ia, x)])
       node x = snd (nodeSolver logPost d mean sds others newtonSteps [(ia, x)])
       start = U.map (mean U.!) others
       (zc1, _, n1) = sweep (xs U.! transportNodes) start
       (zc, lc, lowc, n2) = node (xs U.! transportNodes) zc1
-      walk ks z0 = goW ks z0 [] 0
-        where
-          goW [] _ acc n = (acc, n)
-          goW (k : rest) z acc n =
-            let (z', l', low', m) = node (xs U.! k) z
-            in goW rest z' ((k, (z', l', low')) : acc) (n + m)
+      walk = walkNodes (\k -> node (xs U.! k))
       (upper, nu) = walk [transportNodes + 1 .. 2 * transportNodes] zc
       (lower, nl) = walk [transportNodes - 1, transportNodes - 2 .. 0] zc
       table = IM.fromList ((transportNodes, (zc, lc, lowc)) : upper ++ lower)
@@ -259,11 +254,8 @@ buildJoint logPost addrs mean sds (JointGrid k spacing) (nowA, nowB) (ia, ib) =
   let d = U.length addrs
       others = U.fromList [j | j <- [0 .. d - 1], j /= ia, j /= ib]
       n2 = 2 * k + 1
-      axis i now =
-        let centre = if isNaN now || isInfinite now then mean U.! i else 0.5 * (mean U.! i + now)
-        in (centre, max 0.05 (min 2 (max (spacing * sds U.! i) (abs (now - mean U.! i) / fromIntegral k))))
-      (ca, ha) = axis ia nowA
-      (cb, hb) = axis ib nowB
+      (ca, ha) = gridSpacing spacing mean sds nowA ia k
+      (cb, hb) = gridSpacing spacing mean sds nowB ib k
       xs = U.generate n2 (\q -> ca + ha * fromIntegral (q - k))
       ys = U.generate n2 (\q -> cb + hb * fromIntegral (q - k))
       solver i j = nodeSolver logPost d mean sds others jointNewtonSteps [(ia, xs U.! i), (ib, ys U.! j)]
@@ -272,12 +264,8 @@ buildJoint logPost addrs mean sds (JointGrid k spacing) (nowA, nowB) (ia, ib) =
       -- row i: its centre node from z0, then outwards along b from there
       row i z0 =
         let (zi, lc, lowc, nc) = node i k z0
-            walk js = go js zi [] 0
-              where
-                go [] _ acc n = (acc, n)
-                go (j : rest) z acc n =
-                  let (z', l', low', m) = node i j z
-                  in go rest z' ((i * n2 + j, (z', l', low')) : acc) (n + m)
+            walk js = let (cells, n) = walkNodes (node i) js zi
+                      in ([(i * n2 + j, cell) | (j, cell) <- cells], n)
             (up, nu) = walk [k + 1 .. 2 * k]
             (down, nd) = walk [k - 1, k - 2 .. 0]
         in ((i * n2 + k, (zi, lc, lowc)) : up ++ down, nc + nu + nd, zi)
@@ -321,12 +309,26 @@ scaleScores logPost mean sds =
 
 -- | The grid's centre and spacing for hyper index @ia@ with @k@ nodes per
 -- side: centred between the warm-up mean and the chain's value @now@,
--- spacing 1.5 warm-up SDs or enough to reach @now@ (within [0.05, 2]).
-gridSpacing :: U.Vector Double -> U.Vector Double -> Double -> Int -> Int -> (Double, Double)
-gridSpacing mean sds now ia k =
+-- spacing @spacing@ SDs (1.5 for a one-site transport, the 'JointGrid''s
+-- for a joint one) or enough to reach @now@ (within [0.05, 2]).
+gridSpacing :: Double -> U.Vector Double -> U.Vector Double -> Double -> Int -> Int -> (Double, Double)
+gridSpacing spacing mean sds now ia k =
   let centre = if isNaN now || isInfinite now then mean U.! ia else 0.5 * (mean U.! ia + now)
-      h = max 0.05 (min 2 (max (1.5 * sds U.! ia) (abs (now - mean U.! ia) / fromIntegral k)))
+      h = max 0.05 (min 2 (max (spacing * sds U.! ia) (abs (now - mean U.! ia) / fromIntegral k)))
   in (centre, h)
+
+-- | Grid nodes solved one after another along @ks@, each ('node' k z) started
+-- from the previous node's mode (the first from @z0@): (k, (mode, log
+-- diagonal of S, S's strictly lower part)) for each k, and the evaluations.
+walkNodes
+  :: (Int -> U.Vector Double -> (U.Vector Double, U.Vector Double, U.Vector Double, Int))
+  -> [Int] -> U.Vector Double -> ([(Int, (U.Vector Double, U.Vector Double, U.Vector Double))], Int)
+walkNodes node ks z0 = go ks z0 [] 0
+  where
+    go [] _ acc n = (acc, n)
+    go (k : rest) z acc n =
+      let (z', l', low', m) = node k z
+      in go rest z' ((k, (z', l', low')) : acc) (n + m)
 
 -- | The conditional mode and scale of the sites @others@ (indices into the
 -- adapted sites) with the hyper sites @hv@ (index, value) held fixed, from a
@@ -464,8 +466,7 @@ interpolate tr x =
        else if x >= xs U.! (k - 1)
          then pick (k - 1)
          else
-           let i = min (k - 2) (length (takeWhile (<= x) (U.toList xs)) - 1)
-               t = (x - xs U.! i) / (xs U.! (i + 1) - xs U.! i)
+           let (i, t) = bracket xs x
            in (blend r i t (trModes tr), blend r i t (trLogScales tr), lowerAt (\n v -> blend n i t v))
 
 -- | A joint transport's m(x, y), log s(x, y) and S's strictly lower part:
