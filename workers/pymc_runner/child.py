@@ -441,10 +441,9 @@ def run(job: dict, out, session: Session) -> None:
                  lambda f: f.write(json.dumps(summary).encode()))
         attempt += 1
         timings = {"import": 0.0, "prewarm": 0.0, "build": 0.0}
-        requested = None if choice is not None else {"backend": job["backend"],
-                                                     "mass_matrix": job["mass_matrix"]}
-        following, fallback = choices.after_attempt(stats, job["draws"], position,
-                                                    len(accepts), choice, requested)
+        following, fallback = choices.after_attempt(
+            stats, job["draws"], position, len(accepts), choice,
+            {"backend": job["backend"], "mass_matrix": job["mass_matrix"]})
         if fallback is not None and choice is None:
             # a requested backend: the same compiled sampler, another mass matrix, for
             # this fit only (a later fit starts again from the requested one)

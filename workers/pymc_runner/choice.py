@@ -223,9 +223,10 @@ def after_attempt(stats: dict, draws: int, position: int, accepts: int,
     target_accept still diverged (from the first one again); a divergence retry of a
     dense fit that left a chain stalled (``stalled_chains``) uses a diagonal matrix.
     Any other fit with a dense or low-rank mass matrix that still diverged at the last
-    target_accept (a requested backend: ``requested`` is its ``{"backend",
-    "mass_matrix"}``; or nutpie after a fallback) tries that target_accept once more with
-    a diagonal matrix on the same backend (``diagonal_retry``).
+    target_accept (a requested backend: ``requested`` is the attempt's ``{"backend",
+    "mass_matrix"}``, used only when ``choice`` is ``None``; or nutpie after a fallback)
+    tries that target_accept once more with a diagonal matrix on the same backend
+    (``diagonal_retry``).
     ``fallback`` is what the evidence records: ``{"from", "from_mass_matrix", "to",
     "mass_matrix", "collapsed_chains", "reason"}`` (and ``"stalled_chains"``,
     ``"later_fits_only"`` after a stall).

@@ -458,9 +458,7 @@ def _next_accept(job: dict, finished: dict) -> float | None:
     position = last.get("position")
     if type(position) is not int or not 0 <= position < len(accepts):
         return None
-    choice = last.get("backend_choice")
-    requested = None if choice else {"backend": job.get("backend"),
-                                     "mass_matrix": last.get("mass_matrix", job.get("mass_matrix"))}
-    position, _ = choices.after_attempt(last["stats"], job["draws"], position,
-                                        len(accepts), choice, requested)
+    position, _ = choices.after_attempt(
+        last["stats"], job["draws"], position, len(accepts), last.get("backend_choice"),
+        {"backend": job.get("backend"), "mass_matrix": last.get("mass_matrix", job.get("mass_matrix"))})
     return None if position is None else accepts[position]
