@@ -113,16 +113,21 @@ sliceSettings seed = (settings seed) {ssKernel = SliceMixture 0.5}
 -- the tree's coordinates, so μ, τ and the θ's move only jointly):
 -- μ ~ N(0, 5), τ ~ half-N(2), θ_j ~ N(μ, τ), y_j ~ N(θ_j, 0.5).  Returns
 -- (μ, τ).
-hierTau :: Meas (Double, Double)
-hierTau = do
+hierTau :: [Double] -> Meas (Double, Double)
+hierTau ys = do
   mu <- sample (normal 0 5)
   tau <- sample (halfNormal 2)
-  thetas <- replicateM (length hierYs) (sample (normal mu tau))
-  scoreLog (Exp (sum [normalLogPdf th hierSigma y | (th, y) <- zip thetas hierYs]))
+  thetas <- replicateM (length ys) (sample (normal mu tau))
+  scoreLog (Exp (sum [normalLogPdf th hierSigma y | (th, y) <- zip thetas ys]))
   return (mu, tau)
 
 hierYs :: [Double]
 hierYs = [2.8, -1.3, 0.4, 3.9, 1.1, -0.6, 2.2, 5.0]
+
+-- | 30 groups: 31 transported sites, more than 'maxMatrixSites', so S is
+-- diagonal and the joint transport of μ and τ is the wide one.
+hierYs30 :: [Double]
+hierYs30 = [1.5 + 2.5 * sin (1.7 * fromIntegral j) | j <- [1 .. 30 :: Int]]
 
 hierSigma :: Double
 hierSigma = 0.5
@@ -131,13 +136,13 @@ hierSigma = 0.5
 -- θ-marginalised density N(μ; 0, 5)·half-N(τ; 2)·∏ N(y_j; μ, √(σ² + τ²))
 -- on a fine grid (midpoint rule; the density is smooth and negligible
 -- outside the box).
-hierReference :: ((Double, Double), (Double, Double))
-hierReference =
+hierReference :: [Double] -> ((Double, Double), (Double, Double))
+hierReference ys =
   let mus = [-8 + 16 * (fromIntegral i + 0.5) / 800 | i <- [0 .. 799 :: Int]]
       taus = [12 * (fromIntegral i + 0.5) / 1200 | i <- [0 .. 1199 :: Int]]
       logp mu tau =
         normalLogPdf 0 5 mu + normalLogPdf 0 2 tau
-          + sum [normalLogPdf mu (sqrt (hierSigma * hierSigma + tau * tau)) y | y <- hierYs]
+          + sum [normalLogPdf mu (sqrt (hierSigma * hierSigma + tau * tau)) y | y <- ys]
       pts = [(mu, tau, logp mu tau) | mu <- mus, tau <- taus]
       top = maximum [l | (_, _, l) <- pts]
       ws = [(mu, tau, exp (l - top)) | (mu, tau, l) <- pts]
@@ -248,9 +253,9 @@ spec = do
     it "recovers the log-scale's marginal N(0, 3)" $ agrees (0, 3) (map crDraws rs)
 
   describe "transported hyper moves (share fixed at 0.4)" $ do
-    let ((muMean, muSd), (tauMean, tauSd)) = hierReference
-    rs <- runIO (sampleChains (transportSettings 47) hierTau)
-    broken <- runIO (sampleChains ((transportSettings 47) {ssKernel = BrokenTransportMixture 0.2 0.4}) hierTau)
+    let ((muMean, muSd), (tauMean, tauSd)) = hierReference hierYs
+    rs <- runIO (sampleChains (transportSettings 47) (hierTau hierYs))
+    broken <- runIO (sampleChains ((transportSettings 47) {ssKernel = BrokenTransportMixture 0.2 0.4}) (hierTau hierYs))
     it "are built on two hyper sites (the model has μ and τ)" $
       all (\r -> lookup "transport_hypers" (crTuning r) == Just 2) rs `shouldBe` True
     it "transport the other sites with a full-matrix S at most grid nodes" $
@@ -266,6 +271,17 @@ spec = do
                  && maybe False (>= 10) (lookup "transport_joint_scale_score" (crTuning r))) rs `shouldBe` True
     it "on Neal's funnel (2 x's), v ~ N(0, 3)" $
       fitChains (transportSettings 48) (funnel 2) >>= agrees (0, 3)
+
+  describe "transported hyper moves with 30 groups (S diagonal: the wide joint transport)" $ do
+    let ((muMean, muSd), (tauMean, tauSd)) = hierReference hierYs30
+    rs <- runIO (sampleChains (transportSettings 49) (hierTau hierYs30))
+    it "add a joint transport of μ and τ, the two hyper candidates" $
+      all (\r -> lookup "transport_joint_wide" (crTuning r) == Just 1
+                 && lookup "transport_hypers" (crTuning r) == Just 2) rs `shouldBe` True
+    it "recover τ's posterior (quadrature reference)" $
+      agrees (tauMean, tauSd) (map (map snd . crDraws) rs)
+    it "recover μ's posterior (quadrature reference)" $
+      agrees (muMean, muSd) (map (map fst . crDraws) rs)
 
   describe "eight schools (non-centred) against posteriordb's reference" $ do
     ref <- runIO loadReference

@@ -59,6 +59,7 @@ module LazyPPL.Internal.Transport
   , JointGrid
   , fineGrid
   , trialGrid
+  , wideGrid
   , scaleScores
   , transportStep
   , hyperCandidates
@@ -226,11 +227,15 @@ jointNewtonSteps = 25
 -- are interpolated linearly).
 data JointGrid = JointGrid !Int !Double
 
--- | The grid of the transport kept, and the coarse grid of the trials that
--- choose its partner site.
-fineGrid, trialGrid :: JointGrid
+-- | The grid of the transport kept, the coarse grid of the trials that
+-- choose its partner site, and the grid of a joint transport whose S is
+-- diagonal (more than 'maxMatrixSites' transported sites: each node is one
+-- Gauss–Seidel sweep, about 3r evaluations, so 9 x 9 nodes 1.5 SDs apart,
+-- as the one-site diagonal grid's spacing).
+fineGrid, trialGrid, wideGrid :: JointGrid
 fineGrid = JointGrid 6 0.6
 trialGrid = JointGrid 1 1
+wideGrid = JointGrid 4 1.5
 
 -- | A joint transport of two hyper sites @ia@ and @ib@ (indices into
 -- @addrs@; every other site is transported): m and S are functions of both
