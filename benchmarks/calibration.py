@@ -241,6 +241,12 @@ def pairs() -> dict[str, Pair]:
                                  notes="logistic regression, N = 150, 2 predictors"),
         "arK": lambda: _corpus("arK-arK", "arK"),
         "gp_pois_regr": lambda: _corpus("gp_pois_regr-gp_pois_regr", "gp_pois_regr"),
+        "hier100": lambda: Pair(
+            "hier100", "correct", (ROOT / "benchmarks" / "lazyppl_models" / "hier100_model.py").read_text(),
+            (ROOT / "lazyppl" / "examples" / "hier100" / "Model.hs").read_text(),
+            json.loads((ROOT / "lazyppl" / "examples" / "hier100" / "data.json").read_text()),
+            None, 0.0, 1.0, notes="100 groups (102 sites), LazyPPL centred in the program, PyMC "
+                                  "non-centred; LazyPPL's wide joint transport of mu and tau"),
         "mutant_hier6_index": lambda: Pair(
             "mutant_hier6_index", "effect", hier_pymc,
             (ROOT / "lazyppl/examples/hier6c/Model.hs").read_text().replace(
