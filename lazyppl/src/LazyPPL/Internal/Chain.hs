@@ -287,8 +287,9 @@ runChain s m c =
     -- it, and alpha's one-site transport leaves it stuck.  Where S is a
     -- full matrix, only if the scale site scores at least 'jointScaleScore'.
     -- Where it is diagonal (more than 'maxMatrixSites' other sites), the
-    -- scores and trials would cost more than the chain (about 4d² and 100 d
-    -- evaluations per candidate), so the pair is simply the two hyper
+    -- scores and trials would cost more than the chain (about 4d² and 27d²
+    -- evaluations: 3 x 3 nodes of about 3d each per candidate; hier100:
+    -- ≈ 320k against 155k for the whole chain), so the pair is simply the two hyper
     -- candidates ('hyperCandidates', already computed) on the 'wideGrid':
     -- there the one-site transports combine the other hyper site's grid
     -- additively ('combined'), which cannot follow θ_j = μ + τ z_j's
