@@ -257,7 +257,7 @@ runChain s m c =
                 now ia = IM.findWithDefault (0 / 0) (tuSites t U.! ia) (csSites st)
                 built = [ buildTransport (logTarget st (tuSites t)) (tuSites t) (tuMean t) (tuSingleScales t) (if movesOtherHypers (U.length (tuSites t)) then [] else filter (/= ia) hypers) (now ia) ia
                         | ia <- hypers ]
-                (joint, jointEvals, jointInfo) = jointTransport (logTarget st (tuSites t)) cov st t end
+                (joint, jointEvals, jointInfo) = jointTransport (logTarget st (tuSites t)) cov hypers st t end
                 trs = map fst built ++ maybe [] (\(tr, _) -> replicate (max 1 (length built)) tr) joint
                 n = sum (map snd built) + jointEvals
                 t' = t { tuTransports = trs
@@ -290,16 +290,16 @@ runChain s m c =
     -- scores and trials would cost more than the chain (about 4d² and 27d²
     -- evaluations: 3 x 3 nodes of about 3d each per candidate; hier100:
     -- ≈ 320k against 155k for the whole chain), so the pair is simply the two hyper
-    -- candidates ('hyperCandidates', already computed) on the 'wideGrid':
+    -- candidates (@hypers@, from 'hyperCandidates') on the 'wideGrid':
     -- there the one-site transports combine the other hyper site's grid
     -- additively ('combined'), which cannot follow θ_j = μ + τ z_j's
     -- m_j ≈ (y_j − μ)/τ in both at once; hier100 (100 groups), audit
     -- settings: μ's bulk ESS 404 -> 1,262-1,745 per 4 x 1,000 draws for
     -- about 25k more evaluations per chain (+15 %).
     -- Returns the transport, the evaluations, and what was measured.
-    jointTransport logPost cov st t end
+    jointTransport logPost cov hypers st t end
       | d < 3 = (Nothing, 0, [])
-      | d - 2 > maxMatrixSites = case hyperCandidates maxHyperSites cov of
+      | d - 2 > maxMatrixSites = case hypers of
           [ia, ib] ->
             let (tr, n) = build wideGrid ia ib
             in (Just (tr, (min ia ib, max ia ib)), n, [("transport_joint_wide", 1)])
