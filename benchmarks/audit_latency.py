@@ -177,8 +177,11 @@ def service_latency(repeat: int) -> None:
                 print(f"{'warm-up' if i == 0 else 'audit'} {wall:5.2f} s, verdict "
                       f"{body.get('verdict')} | import pymc {imported:5.2f} s", flush=True)
                 for name, scope in ((body.get("evidence") or {}).get("scopes") or {}).items():
-                    fits = [look.get("pymc_fit") or {} for look in scope.get("looks", [])]
-                    print(f"    {name}: {scope.get('seconds')} s in the worker; PyMC "
+                    looks = scope.get("looks", [])
+                    fits = [look.get("pymc_fit") or {} for look in looks]
+                    print(f"    {name}: {scope.get('seconds')} s in the worker; looks "
+                          + ", ".join(f"{look.get('seconds')} s ({'+'.join(look.get('refitted') or [])})"
+                                      for look in looks) + "; PyMC "
                           + "; ".join(", ".join(f"{k} {v}" for k, v in f.items()) for f in fits))
                 if i:
                     imports.append(imported)

@@ -20,7 +20,9 @@ can be reused. Wall time runs from the ``POST /api/v1/batches`` to the batch rea
 have imported the pipeline) before the submission.
 
 Warm caches: the shared PyTensor cache is filled by ``ppl-audit warm-cache`` if it is
-missing, and an untimed warm-up run (config A, its own database) first compiles the six
+missing (with ``--warm-corpus``: ``warm-cache --corpus`` for the batch's translations
+first, timed apart from the batch; sandboxed fits then load their compiled code from
+their private copy of that cache), and an untimed warm-up run (config A, its own database) first compiles the six
 LazyPPL programs into the GHC cache both timed configs then read. numba code is compiled
 in every PyMC fit's private directory either way (never shared), the same cost in A and B.
 
@@ -336,12 +338,24 @@ def wait_for_quiet(threshold: float, max_wait: float) -> tuple[float, bool]:
         time.sleep(30)
 
 
-def ensure_shared_cache(logdir: Path) -> str:
-    from workers.pymc_runner.runner import shared_compile_cache
+def ensure_shared_cache(logdir: Path, corpus: list[str] | None = None) -> str:
+    """Fill the shared PyTensor cache if it is empty; with ``corpus``, first warm those
+    shipped translations on both scopes' data (``ppl-audit warm-cache --corpus``; only
+    what the cache's stamp does not already hold), timed."""
+    from workers.pymc_runner.runner import shared_compile_cache, warm_stamp
 
     cache = shared_compile_cache()
+    if corpus:
+        started = time.monotonic()
+        subprocess.run([sys.executable, "-m", "service.cli", "warm-cache", "--if-needed",
+                        "--corpus", ",".join(corpus)], cwd=ROOT, check=True,
+                       stdout=open(logdir / "warm-cache.log", "wb"), stderr=subprocess.STDOUT)
+        held = len((warm_stamp() or {}).get("corpus") or [])
+        return (f"warmed with --corpus in {time.monotonic() - started:.0f} s (the stamp names "
+                f"{held} translations warmed on both scopes; {cache})")
     if cache.is_dir() and any(cache.iterdir()):
-        return f"present ({cache})"
+        held = len((warm_stamp() or {}).get("corpus") or [])
+        return f"present ({cache}; {held} translations warmed on both scopes)"
     subprocess.run([sys.executable, "-m", "service.cli", "warm-cache"], cwd=ROOT, check=True,
                    stdout=open(logdir / "warm-cache.log", "wb"), stderr=subprocess.STDOUT)
     return f"filled by ppl-audit warm-cache ({cache})"
@@ -384,6 +398,9 @@ def main() -> int:
     ap.add_argument("--logs", type=Path, default=Path(os.environ.get("TMPDIR", "/tmp"))
                     / f"ppl-audit-fanout-{os.getpid()}")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--warm-corpus", action="store_true",
+                    help="first warm the batch's translations into the shared cache "
+                    "(ppl-audit warm-cache --corpus; timed, outside the batch's wall time)")
     args = ap.parse_args()
     if os.cpu_count() < 2 or len(os.sched_getaffinity(0)) < 2:
         print("needs two cores (0 and 1)", file=sys.stderr)
@@ -399,7 +416,8 @@ def main() -> int:
     args.logs.mkdir(parents=True, exist_ok=True)
     report: dict = {"posteriors": posteriors, "cpus": os.cpu_count(), "logs": str(args.logs),
                     "settings": settings}
-    report["shared_pytensor_cache"] = ensure_shared_cache(args.logs)
+    report["shared_pytensor_cache"] = ensure_shared_cache(
+        args.logs, posteriors if args.warm_corpus else None)
     load, quiet = wait_for_quiet(args.wait_load, args.wait_max)
     report["load_at_start"] = [round(x, 2) for x in os.getloadavg()]
     report["quiet"] = quiet

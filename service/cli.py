@@ -7,7 +7,7 @@
     ppl-audit token create NAME                 prints a new API token once
     ppl-audit token list | token revoke NAME
     ppl-audit db upgrade                        Alembic migrations to head
-    ppl-audit warm-cache                        compile our own programs into the shared cache
+    ppl-audit warm-cache [--corpus [A,B]]       compile our own programs into the shared cache
     ppl-audit status [--json]                   queue depth, live workers, stuck work
 """
 from __future__ import annotations
@@ -51,34 +51,75 @@ WARM_PROGRAMS = ("eight_schools-eight_schools_noncentered", "kidiq-kidscore_momi
 WARM_BACKENDS = ("nutpie", "pymc")
 
 
-def warm_cache_stamp() -> dict:
+def warm_cache_stamp(corpus: list[str] | None = None) -> dict:
     """What a warmed cache holds: programs, backends, and the compilers' versions (an
-    upgraded PyTensor or numba keys its entries anew, so the cache is warmed again)."""
+    upgraded PyTensor or numba keys its entries anew, so the cache is warmed again);
+    ``corpus``: the shipped posteriors warmed on both scopes' data (``--corpus``)."""
     from importlib.metadata import version
 
     return {"programs": list(WARM_PROGRAMS), "backends": list(WARM_BACKENDS),
             "versions": {p: version(p) for p in ("pymc", "pytensor", "numba", "nutpie")},
-            "python": sys.version.split()[0]}
+            "python": sys.version.split()[0], "corpus": sorted(corpus or [])}
+
+
+def _same_compilers(a: dict | None, b: dict) -> bool:
+    keys = ("programs", "backends", "versions", "python")
+    return a is not None and all(a.get(k) == b[k] for k in keys)
+
+
+def _corpus_programs(names: list[str]) -> dict[str, tuple[str, list[dict], str]]:
+    """Our translations' PyMC programs with the data of both scopes a batch audits
+    (``visible`` and ``full``: the graph's shapes, so the compiled code, differ)."""
+    from corpus.loader import load
+
+    programs = {}
+    for name in names:
+        entry = load(name)
+        profile = (entry.meta.get("settings") or {}).get("pymc", {}).get("profile", "strict")
+        programs[name] = (entry.pymc_source, [entry.scopes["visible"], entry.scopes["full"]],
+                          profile)
+    return programs
 
 
 def _warm_cache(args) -> int:
     """Fit our shipped programs once (trusted) so their compiled ops join the shared
     compile cache that every sandboxed fit gets a private copy of."""
     import sandbox
-    from corpus.loader import TRANSLATIONS_DIR, load_data
+    from corpus.loader import TRANSLATIONS_DIR, list_posteriors, load_data
     from workers.pymc_runner.runner import warm_shared_cache, warm_stamp, write_warm_stamp
 
-    stamp = warm_cache_stamp()
-    if args.if_needed and warm_stamp() == stamp:
+    corpus = []
+    if args.corpus is not None:
+        corpus = list_posteriors() if args.corpus == "all" else args.corpus.split(",")
+        unknown = sorted(set(corpus) - set(list_posteriors()))
+        if unknown:
+            print(f"warm-cache: no translation for {', '.join(unknown)}", file=sys.stderr)
+            return 2
+    stamp, held = warm_cache_stamp(corpus), warm_stamp()
+    base_held = _same_compilers(held, stamp)
+    held_corpus = set(held.get("corpus") or []) if base_held else set()
+    if args.if_needed and base_held and set(corpus) <= held_corpus:
         print("warm-cache: the shared cache already holds these programs' compiled pieces")
         return 0
     sandbox.check_available()
-    programs = {name: ((TRANSLATIONS_DIR / name / "model.py").read_text(), load_data(name))
-                for name in WARM_PROGRAMS}
-    for name, seconds in warm_shared_cache(programs, WARM_BACKENDS).items():
-        print(f"warm-cache: {name} compiled in {seconds:.1f} s")
-    write_warm_stamp(stamp)
-    return 0
+    if not (args.if_needed and base_held):
+        programs = {name: ((TRANSLATIONS_DIR / name / "model.py").read_text(),
+                           [load_data(name)], "strict") for name in WARM_PROGRAMS}
+        for name, seconds in warm_shared_cache(programs, WARM_BACKENDS).items():
+            print(f"warm-cache: {name} compiled in {seconds:.1f} s", flush=True)
+    failed = []
+    for name in sorted(set(corpus) - (held_corpus if args.if_needed else set())):
+        # one program at a time, so one that cannot be fitted does not stop the rest
+        try:
+            seconds = warm_shared_cache(_corpus_programs([name]), ("nutpie",))[name]
+        except Exception as err:  # noqa: BLE001 - reported, the others still warm
+            failed.append(name)
+            print(f"warm-cache: {name} FAILED: {err}", flush=True)
+            continue
+        held_corpus.add(name)
+        print(f"warm-cache: {name} (visible, full) compiled in {seconds:.1f} s", flush=True)
+    write_warm_stamp(warm_cache_stamp(sorted(held_corpus)))
+    return 1 if failed else 0
 
 
 def _refuse_without_sandbox() -> None:
@@ -254,6 +295,9 @@ def build_parser(local_arguments: bool = True) -> argparse.ArgumentParser:
                         "PyTensor cache (trusted; sandboxed fits get a private copy)")
     wc.add_argument("--if-needed", action="store_true",
                     help="do nothing when the cache already holds what this version warms")
+    wc.add_argument("--corpus", nargs="?", const="all", metavar="A,B",
+                    help="also the shipped translations (all, or these), on both scopes' "
+                    "data: batches of them then load their compiled code (nutpie)")
     wc.set_defaults(func=_warm_cache)
 
     t = sub.add_parser("token", help="API tokens")

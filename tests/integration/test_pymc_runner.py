@@ -261,8 +261,36 @@ def test_nutpie_draws_do_not_depend_on_the_cache_state(tmp_path, monkeypatch):
                     mass_matrix="diag", retry_target_accepts=())
     cold = fit_pymc(KIDIQ_MOMIQ, data, **settings)
     assert not list((tmp_path / "cache").rglob("*.nbi"))  # a run never warms the shared cache
-    warm_shared_cache({"kidiq": (KIDIQ_MOMIQ, data)}, backends=("nutpie",))  # trusted: ours
+    warm_shared_cache({"kidiq": (KIDIQ_MOMIQ, [data], "strict")}, backends=("nutpie",))  # ours
     warm = fit_pymc(KIDIQ_MOMIQ, data, **settings)
     assert warm.timings["compile"] < cold.timings["compile"]
     for name in cold.draws:
         np.testing.assert_array_equal(cold.draws[name], warm.draws[name], err_msg=name)
+
+
+@pytest.mark.slow
+def test_numba_optimisation_level_changes_compile_time_not_draws(tmp_path, monkeypatch):
+    """The child compiles at LLVM level 1 (runner.NUMBA_OPT) to save compile time; with
+    fastmath off LLVM may not reorder floating-point arithmetic at any level, so the
+    draws equal those of numba's default level 3 (and would not with fastmath on)."""
+    from workers.pymc_runner import runner
+
+    assert child_environment(tmp_path)["NUMBA_OPT"] == runner.NUMBA_OPT == "1"
+    monkeypatch.setenv("PPL_AUDIT_CACHE", str(tmp_path / "cache"))  # both compile cold
+    settings = dict(chains=2, tune=300, draws=300, seed=4, backend="nutpie",
+                    mass_matrix="diag", retry_target_accepts=())
+    data = {"N": 5, "y": [0.3, -1.2, 2.5, 0.8, 1.1]}
+    source = HEADER + """\
+    y = np.asarray(data["y"], dtype=float)
+    with pm.Model() as m:
+        mu = pm.Normal("mu", 0.0, 5.0)
+        sigma = pm.HalfCauchy("sigma", 2.5)
+        pm.StudentT("y", nu=4, mu=mu, sigma=sigma, observed=y)
+    return m
+"""
+    level_one = fit_pymc(source, data, **settings)
+    monkeypatch.setattr(runner, "NUMBA_OPT", "3")
+    level_three = fit_pymc(source, data, **settings)
+    for name in level_one.draws:
+        np.testing.assert_array_equal(level_one.draws[name], level_three.draws[name],
+                                      err_msg=name)

@@ -58,3 +58,50 @@ def test_without_if_needed_it_always_warms(cache, warmed):
     runner.write_warm_stamp(cli.warm_cache_stamp())
     assert cli.main(["warm-cache"]) == 0
     assert len(warmed) == 1
+
+
+# ``--corpus``: the shipped translations on both scopes' data, so a batch of them loads
+# their compiled code; the stamp lists them, and ``--if-needed`` warms only the missing.
+CORPUS_A, CORPUS_B = "kidiq-kidscore_momhs", "earnings-earn_height"
+
+
+def test_corpus_warms_the_named_translations_and_stamps_them(cache, warmed):
+    runner.write_warm_stamp(cli.warm_cache_stamp())  # the base programs are held
+    assert cli.main(["warm-cache", "--if-needed", "--corpus", f"{CORPUS_A},{CORPUS_B}"]) == 0
+    assert warmed == [([CORPUS_B], ("nutpie",)), ([CORPUS_A], ("nutpie",))]  # one at a time
+    assert runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
+    # a later set-up (no --corpus) keeps what the cache holds
+    assert cli.main(["warm-cache", "--if-needed"]) == 0
+    assert len(warmed) == 2 and runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
+
+
+def test_corpus_if_needed_warms_only_what_the_stamp_does_not_hold(cache, warmed):
+    runner.write_warm_stamp(cli.warm_cache_stamp([CORPUS_A]))
+    assert cli.main(["warm-cache", "--if-needed", "--corpus", CORPUS_A]) == 0
+    assert warmed == []
+    assert cli.main(["warm-cache", "--if-needed", "--corpus", f"{CORPUS_A},{CORPUS_B}"]) == 0
+    assert warmed == [([CORPUS_B], ("nutpie",))]
+    assert runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
+
+
+def test_corpus_held_under_older_compilers_is_warmed_again(cache, warmed):
+    older = {**cli.warm_cache_stamp([CORPUS_A]),
+             "versions": {**cli.warm_cache_stamp()["versions"], "numba": "0.1.0"}}
+    (cache / runner.WARM_STAMP).write_text(json.dumps(older))
+    assert cli.main(["warm-cache", "--if-needed", "--corpus", CORPUS_A]) == 0
+    assert warmed == [(sorted(cli.WARM_PROGRAMS), ("nutpie", "pymc")), ([CORPUS_A], ("nutpie",))]
+    assert runner.warm_stamp() == cli.warm_cache_stamp([CORPUS_A])
+
+
+def test_corpus_refuses_a_name_that_is_not_a_translation(cache, warmed, capsys):
+    assert cli.main(["warm-cache", "--corpus", "../../etc/passwd"]) == 2
+    assert warmed == [] and "no translation" in capsys.readouterr().err
+
+
+def test_corpus_programs_carry_both_scopes_data_and_their_profile():
+    programs = cli._corpus_programs(["hudson_lynx_hare-lotka_volterra", CORPUS_A])
+    source, datasets, profile = programs["hudson_lynx_hare-lotka_volterra"]
+    assert profile == "standard" and "pytensor.scan" in source  # an RK4 scan program
+    visible, full = datasets
+    assert len(visible["ts"]) < len(full["ts"])
+    assert programs[CORPUS_A][2] == "strict"

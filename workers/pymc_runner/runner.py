@@ -44,6 +44,8 @@ MAX_STDOUT = 1 << 20
 STDERR_TAIL = 256 * 1024
 # A retry is skipped when less than this share of the wall budget is left.
 MIN_RETRY_BUDGET = 0.2
+# numba's LLVM optimisation level in the child (child_environment)
+NUMBA_OPT = "1"
 
 
 def cache_root() -> Path:
@@ -86,6 +88,14 @@ def child_environment(workdir: Path) -> dict[str, str]:
         # a cold and a warm cache (kidiq, measured); without it they are identical.
         "PYTENSOR_FLAGS": f"base_compiledir={compiledir},numba__fastmath=False",
         "NUMBA_CACHE_DIR": str(workdir / "numba"),
+        # LLVM's optimisation level for numba's code (default 3). Without fastmath LLVM
+        # may not reorder floating-point arithmetic, so the level changes compile time,
+        # not draws (benchmarks/numba_opt.py: identical draw hashes at 1, 2 and 3).
+        # Measured (session 22, fresh process, shared cache copy, level 1 vs 3): compile
+        # eight schools 3.6 vs 4.1 s, gp_pois_regr 17.7 vs 19.9 s, Lotka-Volterra 22.9 vs
+        # 26.3 s, hmm_example 43.7 vs 63.2 s; sampling within noise (hmm_example 2.8 vs
+        # 2.4 s, diamonds 3.8 vs 5.0 s). Level 0 samples 10x slower (hmm_example 28 s).
+        "NUMBA_OPT": NUMBA_OPT,
         "MPLCONFIGDIR": str(workdir / "matplotlib"),
         "JAX_PLATFORMS": "cpu",
         # JAX's persistent compile cache, private to this child (per audit, deleted with
@@ -137,22 +147,27 @@ def copy_shared_cache(workdir: Path) -> None:
                         ignore=shutil.ignore_patterns("*.lock", ".lock", "lock_dir"))
 
 
-def warm_shared_cache(sources: dict[str, tuple[str, dict]],
+def warm_shared_cache(sources: dict[str, tuple[str, list[dict], str]],
                       backends: tuple[str, ...] = (DEFAULT_BACKEND,)) -> dict[str, float]:
-    """Fit our own shipped programs (name -> (source, data)) with each of ``backends`` and
-    keep what they compiled in the shared cache. Trusted programs only: never call this
-    with a user's program. Returns the wall seconds per program (all backends)."""
+    """Fit our own shipped programs (name -> (source, data sets, profile)) on each data set
+    with each of ``backends`` and keep what they compiled in the shared cache. Trusted
+    programs only: never call this with a user's program. Returns the wall seconds per
+    program (all data sets and backends).
+
+    One program after another: each session copies its whole private cache back, so two
+    at once could each drop the other's new entries of a shared numba index."""
     from workers.pymc_runner.session import PymcSession
 
     shared = shared_compile_cache()
     shared.mkdir(parents=True, exist_ok=True)
     seconds = {}
-    for name, (source, data) in sources.items():
+    for name, (source, datasets, profile) in sources.items():
         started = time.monotonic()
         for backend in backends:
             with PymcSession(trusted_cache=True) as session:
-                session.fit(source, data, chains=2, tune=200, draws=100, backend=backend,
-                            retry_target_accepts=())
+                for data in datasets:
+                    session.fit(source, data, chains=2, tune=200, draws=100, backend=backend,
+                                retry_target_accepts=(), profile=profile)
         seconds[name] = round(time.monotonic() - started, 2)
     # the pre-warm model every session compiles while it waits for its first request
     with PymcSession(trusted_cache=True):
