@@ -62,7 +62,8 @@ def warm_cache_stamp(corpus: list[str] | None = None) -> dict:
             "python": sys.version.split()[0], "corpus": sorted(corpus or [])}
 
 
-def _same_compilers(a: dict | None, b: dict) -> bool:
+def _same_base_warm(a: dict | None, b: dict) -> bool:
+    """Both stamps name the same base programs, backends and compiler versions."""
     keys = ("programs", "backends", "versions", "python")
     return a is not None and all(a.get(k) == b[k] for k in keys)
 
@@ -96,7 +97,7 @@ def _warm_cache(args) -> int:
             print(f"warm-cache: no translation for {', '.join(unknown)}", file=sys.stderr)
             return 2
     stamp, held = warm_cache_stamp(corpus), warm_stamp()
-    base_held = _same_compilers(held, stamp)
+    base_held = _same_base_warm(held, stamp)
     held_corpus = set(held.get("corpus") or []) if base_held else set()
     if args.if_needed and base_held and set(corpus) <= held_corpus:
         print("warm-cache: the shared cache already holds these programs' compiled pieces")
@@ -109,9 +110,11 @@ def _warm_cache(args) -> int:
             print(f"warm-cache: {name} compiled in {seconds:.1f} s", flush=True)
     failed = []
     for name in sorted(set(corpus) - (held_corpus if args.if_needed else set())):
-        # one program at a time, so one that cannot be fitted does not stop the rest
+        # one program at a time, so one that cannot be fitted does not stop the rest; the
+        # pre-warm model is held already (the base programs' warm-up compiled it)
         try:
-            seconds = warm_shared_cache(_corpus_programs([name]), ("nutpie",))[name]
+            seconds = warm_shared_cache(_corpus_programs([name]), ("nutpie",),
+                                        prewarm_model=False)[name]
         except Exception as err:  # noqa: BLE001 - reported, the others still warm
             failed.append(name)
             print(f"warm-cache: {name} FAILED: {err}", flush=True)

@@ -21,7 +21,7 @@ def cache(tmp_path, monkeypatch):
 def warmed(monkeypatch):
     calls = []
 
-    def fake_warm(programs, backends):  # the real one fits for ~80 s (setup runs it)
+    def fake_warm(programs, backends, **_):  # the real one fits for ~80 s (setup runs it)
         calls.append((sorted(programs), tuple(backends)))
         return {name: 0.0 for name in programs}
     monkeypatch.setattr(runner, "warm_shared_cache", fake_warm)

@@ -148,11 +148,13 @@ def copy_shared_cache(workdir: Path) -> None:
 
 
 def warm_shared_cache(sources: dict[str, tuple[str, list[dict], str]],
-                      backends: tuple[str, ...] = (DEFAULT_BACKEND,)) -> dict[str, float]:
+                      backends: tuple[str, ...] = (DEFAULT_BACKEND,), *,
+                      prewarm_model: bool = True) -> dict[str, float]:
     """Fit our own shipped programs (name -> (source, data sets, profile)) on each data set
     with each of ``backends`` and keep what they compiled in the shared cache. Trusted
     programs only: never call this with a user's program. Returns the wall seconds per
-    program (all data sets and backends).
+    program (all data sets and backends). ``prewarm_model``: also the tiny model every
+    session compiles while it waits (a caller warming program after program asks once).
 
     One program after another: each session copies its whole private cache back, so two
     at once could each drop the other's new entries of a shared numba index."""
@@ -169,9 +171,9 @@ def warm_shared_cache(sources: dict[str, tuple[str, list[dict], str]],
                     session.fit(source, data, chains=2, tune=200, draws=100, backend=backend,
                                 retry_target_accepts=(), profile=profile)
         seconds[name] = round(time.monotonic() - started, 2)
-    # the pre-warm model every session compiles while it waits for its first request
-    with PymcSession(trusted_cache=True):
-        time.sleep(0)
+    if prewarm_model:  # what every session compiles while it waits for its first request
+        with PymcSession(trusted_cache=True):
+            time.sleep(0)
     return seconds
 
 
