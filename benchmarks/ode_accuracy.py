@@ -10,6 +10,13 @@ values of each parameter) and compared with the same log-likelihood computed fro
 SciPy's `solve_ivp` at tight tolerances. Reports the largest and median absolute
 error, and how far two different tight reference solvers are apart (the reference's
 own error). Trusted programs only (it runs them outside the sandbox).
+
+``--lazyppl`` instead checks the LazyPPL side's solver, ``LazyPPL.ODE.dormandPrince``, with
+the right-hand sides of the corpus's ``Model.hs`` programs: a small trusted Haskell program
+(compiled against our lazyppl build, GHC -O2) solves each picked draw at every tolerance
+pair of :data:`LAZYPPL_TOLERANCES` and times the solves (CPU microseconds per solve, each
+solve repeated); the log-likelihood from its states is compared with the same tight SciPy
+solution. Prints one JSON line per posterior and tolerance pair.
 """
 from __future__ import annotations
 
@@ -123,13 +130,143 @@ def measure(name: str, n_draws: int, seed: int) -> dict:
             "seconds": round(time.perf_counter() - started, 1)}
 
 
+#: (rtol, atol) pairs checked by --lazyppl; the first of each is what Model.hs uses.
+LAZYPPL_TOLERANCES = {
+    LV: [(1e-6, 1e-6), (1e-8, 1e-8), (1e-5, 1e-3)],
+    ONE_COMP: [(1e-6, 1e-8), (1e-8, 1e-10), (1e-6, 1e-6)],
+}
+
+#: The right-hand sides as in the Model.hs programs; parameters p, data constants c.
+HASKELL_RHS = {
+    LV: "rhs p _ _ [u, v] = [(p !! 0 - p !! 1 * v) * u, (-(p !! 2) + p !! 3 * u) * v]\n"
+        "rhs _ _ _ _ = error \"two components\"",
+    ONE_COMP: "rhs p c t [x] = [dose - (p !! 2 / vol) * x / (p !! 1 + x)]\n"
+              "  where dose = if t > 0 then exp (-(p !! 0) * t) * (c !! 0) * (p !! 0) / vol else 0\n"
+              "        vol = c !! 1\n"
+              "rhs _ _ _ _ = error \"one component\"",
+}
+
+HASKELL_MAIN = """module Main (main) where
+import Control.Monad (forM_)
+import System.CPUTime (getCPUTime)
+import LazyPPL.ODE (dormandPrince)
+
+{rhs}
+
+-- stdin: line 1 "rtol atol repeats", line 2 "t0 ts...", line 3 data constants, then one
+-- line per draw "parameters... initial state..." (the state's size is given by nstate)
+main :: IO ()
+main = do
+  ls <- lines <$> getContents
+  let [rtol, atol, reps] = map read (words (head ls)) :: [Double]
+      (t0 : ts) = map read (words (ls !! 1)) :: [Double]
+      c = map read (words (ls !! 2)) :: [Double]
+      nstate = {nstate} :: Int
+  forM_ (drop 3 ls) $ \\line -> do
+    let xs = map read (words line) :: [Double]
+        (p, y0) = splitAt (length xs - nstate) xs
+        solve k = dormandPrince rtol atol (rhs (p ++ [k * 0]) c) t0 y0 ts
+    start <- getCPUTime
+    let total = sum [maybe 0 (sum . map sum) (solve (fromIntegral k)) | k <- [1 .. round reps :: Int]]
+    total `seq` return ()
+    end <- getCPUTime
+    let micro = fromIntegral (end - start) / 1e6 / reps :: Double
+    putStrLn (show micro ++ " " ++ maybe "nothing" (unwords . map show . concat) (solve 0))
+"""
+
+
+def lazyppl_solver(name: str, n_draws: int, seed: int, repeats: int = 50) -> list[dict]:
+    """The LazyPPL solver's log-likelihood error and CPU time per solve, per tolerance pair."""
+    import subprocess
+    import tempfile
+
+    from corpus.loader import load_data, load_reference
+    from haskell_bridge.compile import package_flags
+    from haskell_bridge.paths import ghc_executable, lazyppl_build
+
+    data = load_data(name)
+    reference = load_reference(name)
+    flat = {k: v.reshape(-1) for k, v in reference.draws.items()}
+    total = next(iter(flat.values())).size
+    rng = np.random.default_rng(seed)
+    picked = set(rng.choice(total, size=min(n_draws, total), replace=False).tolist())
+    for scalar in flat:
+        picked |= {int(np.argmin(flat[scalar])), int(np.argmax(flat[scalar]))}
+    picked = sorted(picked)
+    if name == LV:
+        times = [0.0, *map(float, data["ts"])]
+        consts: list[float] = []
+        rows = [[*(flat[f"theta[{k}]"][i] for k in range(1, 5)),
+                 *(flat[f"z_init[{k}]"][i] for k in (1, 2))] for i in picked]
+        nstate = 2
+    else:
+        times = [float(data["t0"]), *map(float, data["times"])]
+        consts = [float(data["D"]), float(data["V"])]
+        rows = [[flat["k_a"][i], flat["K_m"][i], flat["V_m"][i], 0.0] for i in picked]
+        nstate = 1
+    params = [{k: float(v[i]) for k, v in flat.items()} for i in picked]
+    for p in params:  # the reference solvers' parameter layout
+        if name == LV:
+            p["theta"] = [p[f"theta[{k}]"] for k in range(1, 5)]
+            p["z_init"] = [p["z_init[1]"], p["z_init[2]"]]
+            p["sigma"] = [p["sigma[1]"], p["sigma[2]"]]
+    solve, (m1, r1), _ = SETUP[name]
+    tight = [solve(data, p, m1, r1) for p in params]
+
+    def loglik(p: dict, states: list[float]) -> float:
+        if name == LV:
+            z = np.asarray(states).reshape(-1, 2)
+            y, s, z0 = np.asarray(data["y"], dtype=float), p["sigma"], p["z_init"]
+            return float(sum(lognormal_logpdf(data["y_init"][k], math.log(z0[k]), s[k])
+                             + lognormal_logpdf(y[:, k], np.log(z[:, k]), s[k]).sum()
+                             for k in (0, 1)))
+        return float(lognormal_logpdf(data["C_hat"], np.log(np.asarray(states)),
+                                      p["sigma"]).sum())
+
+    build = lazyppl_build()
+    out = []
+    with tempfile.TemporaryDirectory(prefix="ode-bench-") as tmp:
+        (Path(tmp) / "Main.hs").write_text(
+            HASKELL_MAIN.replace("{rhs}", HASKELL_RHS[name]).replace("{nstate}", str(nstate)))
+        subprocess.run([ghc_executable(), "-O2", "-hide-all-packages",
+                        *package_flags(build, thinned=False), "-package", "base",
+                        "Main.hs", "-o", "solve"], cwd=tmp, check=True, capture_output=True)
+        for rtol, atol in LAZYPPL_TOLERANCES[name]:
+            stdin = "\n".join([f"{rtol!r} {atol!r} {repeats}", " ".join(map(repr, times)),
+                                " ".join(map(repr, consts)),
+                                *(" ".join(map(repr, map(float, r))) for r in rows)]) + "\n"
+            done = subprocess.run([str(Path(tmp) / "solve")], input=stdin, text=True,
+                                  capture_output=True, check=True)
+            micros, errors, failed = [], [], 0
+            for p, t, line in zip(params, tight, done.stdout.splitlines()):
+                first, rest = line.split(" ", 1)
+                micros.append(float(first))
+                if rest == "nothing":
+                    failed += 1
+                    continue
+                errors.append(abs(loglik(p, [float(x) for x in rest.split()]) - t))
+            out.append({"posterior": name, "solver": "LazyPPL.ODE.dormandPrince",
+                        "rtol": rtol, "atol": atol, "draws": len(picked), "failed": failed,
+                        "max_abs_error": max(errors), "median_abs_error": float(np.median(errors)),
+                        "reference": f"{m1} rtol {r1:g}",
+                        "median_cpu_us_per_solve": float(np.median(micros)),
+                        "max_cpu_us_per_solve": float(max(micros))})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--draws", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--posteriors", default=f"{LV},{ONE_COMP}")
+    ap.add_argument("--lazyppl", action="store_true",
+                    help="check the LazyPPL solver (LazyPPL.ODE) instead of the PyMC graphs")
     args = ap.parse_args()
     for name in args.posteriors.split(","):
+        if args.lazyppl:
+            for row in lazyppl_solver(name, args.draws, args.seed):
+                print(json.dumps(row), flush=True)
+            continue
         print(json.dumps(measure(name, args.draws, args.seed)), flush=True)
 
 

@@ -59,7 +59,8 @@ EXPOSED_MODULES: dict[str, tuple[str, ...]] = {
         "Data.Foldable", "Data.Traversable", "Data.Tuple", "Data.Either", "Data.Functor",
         "Data.Bits", "Data.Char", "Data.Monoid", "Control.Monad", "Control.Applicative",
     ),
-    "lazyppl": ("LazyPPL", "LazyPPL.Distributions", "LazyPPL.Bridge", "LazyPPL.Linear"),
+    "lazyppl": ("LazyPPL", "LazyPPL.Distributions", "LazyPPL.Bridge", "LazyPPL.Linear",
+                "LazyPPL.ODE"),
     "log-domain": ("Numeric.Log",),
     "containers": ("Data.Map", "Data.Map.Strict"),
 }

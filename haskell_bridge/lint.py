@@ -39,6 +39,7 @@ ALLOWED_IMPORTS = frozenset(
         "LazyPPL.Distributions",
         "LazyPPL.Bridge",
         "LazyPPL.Linear",
+        "LazyPPL.ODE",
         "Numeric.Log",
         "Data.List",
         "Data.Maybe",

@@ -10,6 +10,7 @@ import Test.QuickCheck hiding (sample, total)
 import LazyPPL
 import LazyPPL.Distributions
 import LazyPPL.Linear
+import LazyPPL.ODE
 import Stats (mean, sampleSd)
 
 -- | A program with branching, laziness and an infinite stream.
@@ -54,6 +55,37 @@ spec = do
       weightOf (score 5 >> scoreLog (Exp (0 / 0))) `shouldBe` 0
     it "scoreLog adds log weights" $
       weightOf (scoreLog (Exp 1) >> scoreLog (Exp 2)) `shouldSatisfy` (\w -> abs (w - exp 3) < 1e-9)
+
+  describe "LazyPPL.ODE" $ do
+    let close tol a b = abs (a - b) <= tol * max 1 (abs b)
+        decay k _ [y] = [-k * y]
+        decay _ _ _ = error "one component"
+    it "solves exponential decay at every requested time" $ property $ \(Positive k0) ->
+      let k = 0.1 + min 3 k0
+          ts = [0.5, 1, 2.5, 4]
+      in case dormandPrince 1e-10 1e-12 (decay k) 0 [2] ts of
+           Just ys -> and (zipWith (\t [y] -> close 1e-8 y (2 * exp (-k * t))) ts ys)
+           Nothing -> False
+    it "solves a two-component system (harmonic oscillator) and a time-dependent one" $ do
+      let osc _ [x, v] = [v, -x]
+          osc _ _ = error "two components"
+          ts = [1, 2, 3, 10]
+          Just xs = dormandPrince 1e-10 1e-10 osc 0 [1, 0] ts
+      and (zipWith (\t [x, v] -> close 1e-7 x (cos t) && close 1e-7 v (-sin t)) ts xs) `shouldBe` True
+      let Just ss = dormandPrince 1e-10 1e-10 (\t [_] -> [cos t]) 0 [0] ts
+      and (zipWith (\t [s] -> close 1e-7 s (sin t)) ts ss) `shouldBe` True
+    it "gives the start state at the start time and repeated times" $
+      dormandPrince 1e-6 1e-6 (decay 1) 1 [3] [1, 2, 2]
+        `shouldSatisfy` (\r -> case r of
+                                 Just [[a], [b], [c]] -> a == 3 && close 1e-5 b (3 * exp (-1)) && b == c
+                                 _ -> False)
+    it "gives Nothing when the solver cannot make progress (non-finite right-hand side)" $
+      dormandPrince 1e-6 1e-6 (\_ [y] -> [y / 0 - y / 0]) 0 [1] [1] `shouldBe` Nothing
+    it "refuses a right-hand side of the wrong size and decreasing times" $ do
+      evaluate (dormandPrince 1e-6 1e-6 (\_ _ -> [1]) 0 [1, 2] [1]) `shouldThrow` anyErrorCall
+      evaluate (dormandPrince 1e-6 1e-6 (\_ _ -> [1, 2, 3]) 0 [1, 2] [1]) `shouldThrow` anyErrorCall
+      evaluate (dormandPrince 1e-6 1e-6 (decay 1) 0 [1] [2, 1]) `shouldThrow` anyErrorCall
+      evaluate (dormandPrince 1e-6 1e-6 (decay 1) 3 [1] [2]) `shouldThrow` anyErrorCall
 
   describe "LazyPPL.Linear" $ do
     it "mulVec agrees with the list computation" $ property $ \(Positive r) (Positive c) seed ->
