@@ -253,8 +253,9 @@ class Run:
                                     for _, p, st, v in rows["audits"]}
         for p, scope, verdict, seconds, evidence in rows["scopes"]:
             results[p]["scopes"][scope] = {"verdict": verdict, "seconds": seconds, "fits": {}}
+            evidence = evidence if isinstance(evidence, dict) else json.loads(evidence or "{}")
+            results[p]["scopes"][scope]["timings"] = scope_timings(evidence)
             if verdict != "agree":  # why, for the report (not part of the identity check)
-                evidence = evidence if isinstance(evidence, dict) else json.loads(evidence or "{}")
                 results[p]["scopes"][scope]["reason"] = evidence.get("reason")
                 results[p]["scopes"][scope]["error"] = evidence.get("error")
         for p, scope, lang, look, blob in rows["fits"]:
@@ -315,6 +316,35 @@ def drop_broadcast_bindings() -> None:
     if set(client.keys("*")) <= ours:
         client.delete(*ours)
     client.close()
+
+
+def scope_timings(evidence: dict) -> dict:
+    """Where a scope's seconds went, from its stored evidence (not part of the identity
+    check): the looks, the PyMC child's seconds summed over the looks that refitted it
+    (import, compile, sample, whole process), and the last LazyPPL fit's compile and run."""
+    pymc = {k: 0.0 for k in ("import", "compile", "sample", "process")}
+    for look in evidence.get("looks") or []:
+        for k in pymc:
+            pymc[k] += float((look.get("pymc_fit") or {}).get(k) or 0.0)
+    lazy = ((evidence.get("fits") or {}).get("lazyppl") or {}).get("timings") or {}
+    return {"looks": len(evidence.get("looks") or []),
+            "pymc": {k: round(v, 2) for k, v in pymc.items()},
+            "lazyppl_last": {k: round(float(lazy.get(k) or 0.0), 2) for k in ("compile", "run")}}
+
+
+def timing_totals(results: dict) -> dict:
+    """Scope timings summed over a batch's scopes."""
+    out = {"scopes": 0, "scope_seconds": 0.0, "pymc": {}, "lazyppl_last": {}}
+    for posterior in results.values():
+        for scope in posterior["scopes"].values():
+            t = scope.get("timings") or {}
+            out["scopes"] += 1
+            out["scope_seconds"] += float(scope.get("seconds") or 0.0)
+            for side in ("pymc", "lazyppl_last"):
+                for k, v in (t.get(side) or {}).items():
+                    out[side][k] = round(out[side].get(k, 0.0) + v, 1)
+    out["scope_seconds"] = round(out["scope_seconds"], 1)
+    return out
 
 
 def fingerprint(run: dict) -> dict:
@@ -435,7 +465,9 @@ def main() -> int:
         tally = {v: verdicts.count(v) for v in sorted(set(verdicts))}
         print(f"\n{args.only} ({len(CONFIGS[args.only])} worker(s)), {len(posteriors)} "
               f"posteriors: {r['wall_seconds']:.1f} s wall, status {r['status']}, {tally}")
-        report.update(only=args.only, wall_seconds=r["wall_seconds"], verdicts=tally, runs=[r])
+        report.update(only=args.only, wall_seconds=r["wall_seconds"], verdicts=tally, runs=[r],
+                      timing_totals=timing_totals(r["results"]))
+        print(f"where the scope seconds went: {json.dumps(report['timing_totals'])}")
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
         return 0 if r["status"] == "done" else 1

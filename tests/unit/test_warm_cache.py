@@ -3,6 +3,7 @@ when the shared cache's stamp does not name this version's programs, backends an
 versions, so a machine whose cache predates a new backend or an upgrade is warmed again,
 and does nothing otherwise."""
 import json
+import shutil
 
 import pytest
 
@@ -26,6 +27,8 @@ def warmed(monkeypatch):
         return {name: 0.0 for name in programs}
     monkeypatch.setattr(runner, "warm_shared_cache", fake_warm)
     monkeypatch.setattr("sandbox.check_available", lambda: None)
+    # GHC on the translations' Model.hs (real in test_lazyppl_binaries_are_compiled_...)
+    monkeypatch.setattr(cli, "_warm_lazyppl_binaries", lambda names: calls.append(("ghc", sorted(names))))
     return calls
 
 
@@ -68,19 +71,21 @@ CORPUS_A, CORPUS_B = "kidiq-kidscore_momhs", "earnings-earn_height"
 def test_corpus_warms_the_named_translations_and_stamps_them(cache, warmed):
     runner.write_warm_stamp(cli.warm_cache_stamp())  # the base programs are held
     assert cli.main(["warm-cache", "--if-needed", "--corpus", f"{CORPUS_A},{CORPUS_B}"]) == 0
-    assert warmed == [([CORPUS_B], ("nutpie",)), ([CORPUS_A], ("nutpie",))]  # one at a time
+    assert warmed == [("ghc", sorted([CORPUS_A, CORPUS_B])),
+                      ([CORPUS_B], ("nutpie",)), ([CORPUS_A], ("nutpie",))]  # one at a time
     assert runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
     # a later set-up (no --corpus) keeps what the cache holds
     assert cli.main(["warm-cache", "--if-needed"]) == 0
-    assert len(warmed) == 2 and runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
+    assert len(warmed) == 3 and runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
 
 
 def test_corpus_if_needed_warms_only_what_the_stamp_does_not_hold(cache, warmed):
     runner.write_warm_stamp(cli.warm_cache_stamp([CORPUS_A]))
     assert cli.main(["warm-cache", "--if-needed", "--corpus", CORPUS_A]) == 0
-    assert warmed == []
+    assert warmed == [("ghc", [CORPUS_A])]  # GHC's cache answers a held binary in ~1 ms
+    warmed.clear()
     assert cli.main(["warm-cache", "--if-needed", "--corpus", f"{CORPUS_A},{CORPUS_B}"]) == 0
-    assert warmed == [([CORPUS_B], ("nutpie",))]
+    assert warmed == [("ghc", sorted([CORPUS_A, CORPUS_B])), ([CORPUS_B], ("nutpie",))]
     assert runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
 
 
@@ -89,7 +94,8 @@ def test_corpus_held_under_older_compilers_is_warmed_again(cache, warmed):
              "versions": {**cli.warm_cache_stamp()["versions"], "numba": "0.1.0"}}
     (cache / runner.WARM_STAMP).write_text(json.dumps(older))
     assert cli.main(["warm-cache", "--if-needed", "--corpus", CORPUS_A]) == 0
-    assert warmed == [(sorted(cli.WARM_PROGRAMS), ("nutpie", "pymc")), ([CORPUS_A], ("nutpie",))]
+    assert warmed == [("ghc", [CORPUS_A]), (sorted(cli.WARM_PROGRAMS), ("nutpie", "pymc")),
+                      ([CORPUS_A], ("nutpie",))]
     assert runner.warm_stamp() == cli.warm_cache_stamp([CORPUS_A])
 
 
@@ -105,3 +111,19 @@ def test_corpus_programs_carry_both_scopes_data_and_their_profile():
     visible, full = datasets
     assert len(visible["ts"]) < len(full["ts"])
     assert programs[CORPUS_A][2] == "strict"
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("ghc") is None, reason="GHC is not installed")
+def test_lazyppl_binaries_are_compiled_into_the_ghc_cache(capsys):
+    """--corpus also puts each translation's LazyPPL binary in the GHC cache (the real
+    one: a scope task then reads it instead of running GHC)."""
+    from corpus.loader import TRANSLATIONS_DIR
+    from haskell_bridge import build_program
+    from sandbox import Limits
+
+    cli._warm_lazyppl_binaries([CORPUS_A])
+    assert "ready (" in capsys.readouterr().out
+    again = build_program((TRANSLATIONS_DIR / CORPUS_A / "Model.hs").read_text(),
+                          limits=Limits(cpu_seconds=60, memory_mb=1024, wall_seconds=60))
+    assert again.cached
