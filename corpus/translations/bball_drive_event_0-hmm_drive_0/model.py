@@ -32,8 +32,6 @@ def predictive_state_probs(log_emission, trans, n, k):
     init = np.full(k, 1.0 / k)
     if n == 1:
         return pt.as_tensor_variable(init[None, :])
-    if k == 2:
-        return _two_state_probs(log_emission, trans, n)
     # emission ratios in [0, 1]; the per-row scale cancels in the normalisations below
     g = pt.exp(log_emission - pt.max(log_emission, axis=1, keepdims=True))
     prods = g[:-1, :, None] * trans[None, :, :]          # A[t] = diag(g[t]) @ trans
@@ -47,28 +45,6 @@ def predictive_state_probs(log_emission, trans, n, k):
     alpha = pt.sum(init[None, :, None] * prods, axis=1)  # init @ A[1] ... A[t]
     rest = alpha / pt.sum(alpha, axis=1, keepdims=True)
     return pt.concatenate([pt.as_tensor_variable(init[None, :]), rest], axis=0)
-
-
-def _two_state_probs(log_emission, trans, n):
-    """predictive_state_probs for k = 2 with each 2 x 2 product held as four vectors (its
-    entries), so every step is a 1-D elementwise operation: the same numbers (relative
-    difference < 1e-11, value and gradient) at about a quarter of the compiled cost."""
-    g = pt.exp(log_emission - pt.max(log_emission, axis=1, keepdims=True))
-    g0, g1 = g[:-1, 0], g[:-1, 1]
-    m = [g0 * trans[0, 0], g0 * trans[0, 1], g1 * trans[1, 0], g1 * trans[1, 1]]
-    total = m[0] + m[1] + m[2] + m[3]
-    m = [x / total for x in m]
-    shift = 1
-    while shift < n - 1:                                 # inclusive prefix products
-        a, b, c, d = (x[:-shift] for x in m)            # left factors A[t - shift]
-        e, f, g_, h = (x[shift:] for x in m)            # right factors A[t]
-        joined = [a * e + b * g_, a * f + b * h, c * e + d * g_, c * f + d * h]
-        total = joined[0] + joined[1] + joined[2] + joined[3]
-        m = [pt.concatenate([x[:shift], y / total]) for x, y in zip(m, joined)]
-        shift *= 2
-    w0 = (m[0] + m[2]) / (m[0] + m[1] + m[2] + m[3])   # uniform init: (row 1 + row 2) / 2
-    rest = pt.stack([w0, 1 - w0], axis=1)
-    return pt.concatenate([pt.as_tensor_variable(np.full((1, 2), 0.5)), rest], axis=0)
 
 
 def model(data):

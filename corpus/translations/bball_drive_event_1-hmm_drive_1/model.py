@@ -66,8 +66,11 @@ def _two_state_probs(log_emission, trans, n):
         total = joined[0] + joined[1] + joined[2] + joined[3]
         m = [pt.concatenate([x[:shift], y / total]) for x, y in zip(m, joined)]
         shift *= 2
-    w0 = (m[0] + m[2]) / (m[0] + m[1] + m[2] + m[3])   # uniform init: (row 1 + row 2) / 2
-    rest = pt.stack([w0, 1 - w0], axis=1)
+    # uniform init: (row 1 + row 2) / 2, normalised; both weights divided by the sum of
+    # their own numerators, so each lies in [0, 1] after rounding (1 - w0 can be -1e-16,
+    # which the mixture's weight check rejects)
+    first, second = m[0] + m[2], m[1] + m[3]
+    rest = pt.stack([first / (first + second), second / (first + second)], axis=1)
     return pt.concatenate([pt.as_tensor_variable(np.full((1, 2), 0.5)), rest], axis=0)
 
 
