@@ -93,6 +93,20 @@ SETUP = {
 }
 
 
+def pick_draws(flat: dict, n_draws: int, seed: int, names) -> list[int]:
+    """Indices of a random sample of reference draws plus the draws with the smallest and
+    largest value of every scalar of the parameters ``names``."""
+    from workers.fit import base_name
+
+    total = next(iter(flat.values())).size
+    rng = np.random.default_rng(seed)
+    picked = set(rng.choice(total, size=min(n_draws, total), replace=False).tolist())
+    for scalar in flat:
+        if base_name(scalar) in names:
+            picked |= {int(np.argmin(flat[scalar])), int(np.argmax(flat[scalar]))}
+    return sorted(picked)
+
+
 def measure(name: str, n_draws: int, seed: int) -> dict:
     from corpus.loader import load_data, load_reference
     from workers.fit import base_name
@@ -100,17 +114,12 @@ def measure(name: str, n_draws: int, seed: int) -> dict:
     data = load_data(name)
     reference = load_reference(name)
     names, fn = program_loglik(name, data)
-    total = next(iter(reference.draws.values())).size
     flat = {k: v.reshape(-1) for k, v in reference.draws.items()}
-    rng = np.random.default_rng(seed)
-    picked = set(rng.choice(total, size=min(n_draws, total), replace=False).tolist())
-    for scalar in flat:  # the extremes of every parameter
-        if base_name(scalar) in names:
-            picked |= {int(np.argmin(flat[scalar])), int(np.argmax(flat[scalar]))}
+    picked = pick_draws(flat, n_draws, seed, names)
     solve, (m1, r1), (m2, r2) = SETUP[name]
     errors, spread = [], []
     started = time.perf_counter()
-    for i in sorted(picked):
+    for i in picked:
         p = {}
         for n in names:
             scalars = [k for k in flat if base_name(k) == n]
@@ -121,7 +130,7 @@ def measure(name: str, n_draws: int, seed: int) -> dict:
         errors.append(abs(ours - tight))
         spread.append(abs(solve(data, p, m2, r2) - tight))
     errors, spread = np.asarray(errors), np.asarray(spread)
-    worst = sorted(picked)[int(np.argmax(errors))]
+    worst = picked[int(np.argmax(errors))]
     return {"posterior": name, "draws": len(picked), "max_abs_error": float(errors.max()),
             "median_abs_error": float(np.median(errors)),
             "reference": f"{m1} rtol {r1:g}", "reference_vs_" + m2: float(spread.max()),
@@ -183,16 +192,12 @@ def lazyppl_solver(name: str, n_draws: int, seed: int, repeats: int = 50) -> lis
     from corpus.loader import load_data, load_reference
     from haskell_bridge.compile import package_flags
     from haskell_bridge.paths import ghc_executable, lazyppl_build
+    from workers.fit import base_name
 
     data = load_data(name)
     reference = load_reference(name)
     flat = {k: v.reshape(-1) for k, v in reference.draws.items()}
-    total = next(iter(flat.values())).size
-    rng = np.random.default_rng(seed)
-    picked = set(rng.choice(total, size=min(n_draws, total), replace=False).tolist())
-    for scalar in flat:
-        picked |= {int(np.argmin(flat[scalar])), int(np.argmax(flat[scalar]))}
-    picked = sorted(picked)
+    picked = pick_draws(flat, n_draws, seed, {base_name(k) for k in flat})
     if name == LV:
         times = [0.0, *map(float, data["ts"])]
         consts: list[float] = []
