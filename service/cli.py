@@ -13,6 +13,8 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import sys
 import time
 
@@ -55,12 +57,37 @@ WARM_BACKENDS = ("nutpie", "pymc")
 def warm_cache_stamp(corpus: list[str] | None = None) -> dict:
     """What a warmed cache holds: programs, backends, and the compilers' versions (an
     upgraded PyTensor or numba keys its entries anew, so the cache is warmed again);
-    ``corpus``: the shipped posteriors warmed on both scopes' data (``--corpus``)."""
+    ``corpus``: the shipped posteriors warmed on both scopes' data (``--corpus``), each
+    with the digest of what was compiled (:func:`_corpus_digest`), so an edited
+    translation is warmed again."""
     from importlib.metadata import version
 
     return {"programs": list(WARM_PROGRAMS), "backends": list(WARM_BACKENDS),
             "versions": {p: version(p) for p in ("pymc", "pytensor", "numba", "nutpie")},
-            "python": sys.version.split()[0], "corpus": sorted(corpus or [])}
+            "python": sys.version.split()[0],
+            "corpus": {name: _corpus_digest(name) for name in sorted(corpus or [])}}
+
+
+def _corpus_digest(name: str) -> str:
+    """SHA-256 of what warming a translation compiles: its PyMC program, profile and both
+    scopes' data (what shapes the compiled code)."""
+    source, datasets, profile = _corpus_programs([name])[name]
+    canonical = json.dumps([source, profile, datasets], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _held_corpus(held: dict | None, base_held: bool) -> set[str]:
+    """The translations a stamp holds as they are now: named with the digest of the
+    current program and data (a stamp from before digests, a list of names, holds none;
+    a name no longer shipped is dropped)."""
+    from corpus.loader import list_posteriors
+
+    entries = (held or {}).get("corpus") if base_held else None
+    if not isinstance(entries, dict):
+        return set()
+    shipped = set(list_posteriors())
+    return {name for name, digest in entries.items()
+            if name in shipped and digest == _corpus_digest(name)}
 
 
 def _same_base_warm(a: dict | None, b: dict) -> bool:
@@ -102,7 +129,7 @@ def _warm_cache(args) -> int:
         _warm_lazyppl_binaries(corpus)
     stamp, held = warm_cache_stamp(corpus), warm_stamp()
     base_held = _same_base_warm(held, stamp)
-    held_corpus = set(held.get("corpus") or []) if base_held else set()
+    held_corpus = _held_corpus(held, base_held)
     if args.if_needed and base_held and set(corpus) <= held_corpus:
         print("warm-cache: the shared cache already holds these programs' compiled pieces")
         return 0
@@ -246,8 +273,6 @@ def _db(args) -> int:
 def _status(args) -> int:
     """The health report of ``GET /api/v1/health``, read directly (no API needed).
     Exit 1 when the database or broker is unreachable or a lease has expired."""
-    import json
-
     from service.api import service_health
     from service.db import make_engine, make_session_factory
     from workers.celery_app import CeleryDispatcher, create_celery

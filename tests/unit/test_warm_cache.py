@@ -73,10 +73,10 @@ def test_corpus_warms_the_named_translations_and_stamps_them(cache, warmed):
     assert cli.main(["warm-cache", "--if-needed", "--corpus", f"{CORPUS_A},{CORPUS_B}"]) == 0
     assert warmed == [("ghc", sorted([CORPUS_A, CORPUS_B])),
                       ([CORPUS_B], ("nutpie",)), ([CORPUS_A], ("nutpie",))]  # one at a time
-    assert runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
+    assert sorted(runner.warm_stamp()["corpus"]) == sorted([CORPUS_A, CORPUS_B])
     # a later set-up (no --corpus) keeps what the cache holds
     assert cli.main(["warm-cache", "--if-needed"]) == 0
-    assert len(warmed) == 3 and runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
+    assert len(warmed) == 3 and sorted(runner.warm_stamp()["corpus"]) == sorted([CORPUS_A, CORPUS_B])
 
 
 def test_corpus_if_needed_warms_only_what_the_stamp_does_not_hold(cache, warmed):
@@ -86,7 +86,7 @@ def test_corpus_if_needed_warms_only_what_the_stamp_does_not_hold(cache, warmed)
     warmed.clear()
     assert cli.main(["warm-cache", "--if-needed", "--corpus", f"{CORPUS_A},{CORPUS_B}"]) == 0
     assert warmed == [("ghc", sorted([CORPUS_A, CORPUS_B])), ([CORPUS_B], ("nutpie",))]
-    assert runner.warm_stamp()["corpus"] == sorted([CORPUS_A, CORPUS_B])
+    assert sorted(runner.warm_stamp()["corpus"]) == sorted([CORPUS_A, CORPUS_B])
 
 
 def test_corpus_held_under_older_compilers_is_warmed_again(cache, warmed):
@@ -97,6 +97,35 @@ def test_corpus_held_under_older_compilers_is_warmed_again(cache, warmed):
     assert warmed == [("ghc", [CORPUS_A]), (sorted(cli.WARM_PROGRAMS), ("nutpie", "pymc")),
                       ([CORPUS_A], ("nutpie",))]
     assert runner.warm_stamp() == cli.warm_cache_stamp([CORPUS_A])
+
+
+@pytest.mark.parametrize("entry", ["0" * 64, None])
+def test_a_translation_changed_since_it_was_warmed_is_warmed_again(cache, warmed, entry):
+    """The stamp holds each translation's digest (program, profile, both scopes' data): an
+    edited translation (a different digest), or a stamp from before digests (a list of
+    names), does not count as held."""
+    stamp = cli.warm_cache_stamp([CORPUS_A, CORPUS_B])
+    if entry is None:
+        stamp["corpus"] = sorted(stamp["corpus"])
+    else:
+        stamp["corpus"][CORPUS_A] = entry
+    runner.write_warm_stamp(stamp)
+    assert cli.main(["warm-cache", "--if-needed", "--corpus", f"{CORPUS_A},{CORPUS_B}"]) == 0
+    assert ([CORPUS_A], ("nutpie",)) in warmed
+    assert (([CORPUS_B], ("nutpie",)) in warmed) == (entry is None)
+    assert runner.warm_stamp() == cli.warm_cache_stamp([CORPUS_A, CORPUS_B])
+
+
+def test_the_digest_follows_the_program_and_the_data(monkeypatch):
+    before = cli._corpus_digest(CORPUS_A)
+    assert before == cli._corpus_digest(CORPUS_A) and before != cli._corpus_digest(CORPUS_B)
+    real = cli._corpus_programs
+
+    def edited(names):
+        source, datasets, profile = real(names)[names[0]]
+        return {names[0]: (source + "\n# edited\n", datasets, profile)}
+    monkeypatch.setattr(cli, "_corpus_programs", edited)
+    assert cli._corpus_digest(CORPUS_A) != before
 
 
 def test_corpus_refuses_a_name_that_is_not_a_translation(cache, warmed, capsys):
