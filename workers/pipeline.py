@@ -153,14 +153,32 @@ def fit_meta(fit: Fit) -> dict:
     }
 
 
+#: The phases of a PyMC fit whose seconds a look's record sums over the fit's attempts.
+FIT_PHASES = ("import", "prewarm", "build", "compile", "sample")
+
+
+def _seconds(value) -> float:
+    """A phase's seconds as the child reported them: anything but a finite, non-negative
+    number counts as none."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok and math.isfinite(value) and value >= 0 else 0.0
+
+
 def pymc_fit_record(fit: Fit) -> dict:
     """What one PyMC fit of a look cost: whether its session compiled the program for it
-    (first fit of this program on this data) and the seconds of each phase."""
+    (first fit of this program on this data), its attempts (divergence retries included)
+    and the seconds of each phase summed over them, and the whole request's seconds
+    (``process``). The fit's own ``timings`` are its chosen attempt's: after a retry they
+    would show none of the first attempt's import and compile (one_comp's looks read
+    compile 0 s although they compiled)."""
     session = fit.stats.get("session") or {}
     t = fit.timings
+    attempts = [a["timings"] for a in fit.stats.get("attempts") or []
+                if isinstance(a, dict) and isinstance(a.get("timings"), dict)]
+    phases = ({k: round(sum(_seconds(a.get(k)) for a in attempts), 4) for k in FIT_PHASES}
+              if attempts else {k: t.get(k) for k in FIT_PHASES})
     return {"compiled": bool(session.get("compiled")), "session_fit": session.get("fit"),
-            **{k: t.get(k) for k in ("import", "prewarm", "build", "compile", "sample",
-                                     "process")}}
+            "attempts": max(1, len(attempts)), **phases, "process": t.get("process")}
 
 
 def comparison_rows(result: compare.ScopeComparison, labels: tuple[str, str]) -> list[dict]:

@@ -705,3 +705,37 @@ def test_pymc_growth_for_the_reference_relieves_lazyppl(monkeypatch):
     assert stop is None and stop_ref is None
     assert with_ref["next_draws"]["pymc"] > alone["next_draws"]["pymc"]
     assert with_ref["next_draws"]["lazyppl"] < alone["next_draws"]["lazyppl"]
+
+
+# --- a look's record of its PyMC fit (workers.pipeline.pymc_fit_record) ---
+
+def test_a_looks_pymc_record_sums_the_phases_over_the_fits_attempts():
+    """catches: one_comp's look records (session 24) read import 0 s and compile 0 s
+    although the look compiled: a divergence retry was the chosen attempt, and the fit's
+    own timings are the chosen attempt's (the first attempt's compile is charged to it
+    alone). The record sums each phase over the attempts; what the child wrote that is not
+    a finite non-negative number counts as none."""
+    from workers.fit import Fit
+    from workers.pipeline import pymc_fit_record
+
+    attempts = [{"target_accept": 0.9, "number": 0, "divergences": 41,
+                 "timings": {"import": 2.5, "prewarm": 0.0, "build": 1.25, "compile": 13.5,
+                             "sample": 20.0}},
+                {"target_accept": 0.95, "number": 1, "divergences": 0,
+                 "timings": {"import": 0.0, "build": 0.0, "compile": 0.0, "sample": 30.0,
+                             "prewarm": "soon"}},
+                {"target_accept": 0.99, "skipped": "wall-clock budget spent"}]
+    chosen = {"import": 0.0, "prewarm": 0.0, "build": 0.0, "compile": 0.0, "sample": 30.0,
+              "process": 71.5}
+    fit = Fit("pymc", {"x": np.zeros((4, 10))}, timings=chosen,
+              stats={"attempts": attempts, "session": {"fit": 0, "compiled": True}})
+    assert pymc_fit_record(fit) == {"compiled": True, "session_fit": 0, "attempts": 2,
+                                    "import": 2.5, "prewarm": 0.0, "build": 1.25,
+                                    "compile": 13.5, "sample": 50.0, "process": 71.5}
+    for bad in (float("nan"), -1.0, True, "13.5", None):
+        attempts[0]["timings"]["compile"] = bad
+        assert pymc_fit_record(fit)["compile"] == 0.0
+    # a fit without attempts (none reported): its own timings
+    bare = Fit("pymc", {"x": np.zeros((4, 10))}, timings=chosen, stats={})
+    assert pymc_fit_record(bare) == {"compiled": False, "session_fit": None, "attempts": 1,
+                                     **{k: chosen[k] for k in chosen}}
