@@ -277,11 +277,18 @@ def _refit_work(fit: Fit) -> float:
 def _fit_seconds(fit: Fit) -> float:
     """Seconds a refit of this fit's kind costs per this many draws, checked against the
     wall budget (never used to plan the draws): a PyMC refit in the same session only
-    samples (its program stays compiled); a LazyPPL fit reruns its cached binary, so the
-    sandboxed run counts, not a first fit's GHC compile (5-12 s cold)."""
+    samples (its program stays compiled), every attempt of it: a refit starts again at
+    the first ``target_accept``, so a fit that needed divergence retries will likely need
+    them again (one_comp's full scope: the chosen attempt sampled 23 s, the fit's three
+    attempts 65 s); a LazyPPL fit reruns its cached binary, so the sandboxed run counts,
+    not a first fit's GHC compile (5-12 s cold)."""
     t = fit.timings
     if "session" in fit.stats:
-        return float(t.get("sample") or 0.0) + 0.5
+        attempts = [a["timings"] for a in fit.stats.get("attempts") or []
+                    if isinstance(a, dict) and isinstance(a.get("timings"), dict)]
+        sampled = (sum(_seconds(a.get("sample")) for a in attempts) if attempts
+                   else _seconds(t.get("sample")))
+        return sampled + 0.5
     if fit.language == "lazyppl" and t.get("run"):
         return float(t["run"]) + 0.2
     return float(t.get("total") or t.get("process") or t.get("sample") or 0.0)

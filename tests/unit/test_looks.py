@@ -660,6 +660,29 @@ def test_a_lazyppl_refit_is_not_charged_its_first_compile():
     assert pipeline._fit_seconds(Fit("lazyppl", {}, timings={"total": 3.0})) == 3.0
 
 
+def test_a_pymc_refit_is_charged_every_attempt_of_the_fit():
+    """catches: one_comp (session 24): the budget priced a PyMC refit by its chosen
+    attempt (23 s per 1,000 draws) while each refit ran three (65 s: it starts again at
+    the first target_accept), so the stop on a look's least draws was decided by the
+    machine's load within a few seconds either way (861 s against 831 s left)."""
+    from workers import pipeline
+    from workers.fit import Fit
+
+    attempts = [{"target_accept": 0.9, "number": 0, "divergences": 41,
+                 "timings": {"compile": 9.0, "sample": 20.0}},
+                {"target_accept": 0.95, "number": 1, "divergences": 8, "timings": {"sample": 22.0}},
+                {"target_accept": 0.99, "number": 2, "divergences": 0,
+                 "timings": {"sample": 23.0, "cpu": "x"}}]
+    session = {"fit": 0, "compiled": True}
+    fit = Fit("pymc", {}, timings={"sample": 23.0, "process": 80.0},
+              stats={"session": session, "attempts": attempts})
+    assert pipeline._fit_seconds(fit) == pytest.approx(65.5)
+    attempts[1]["timings"]["sample"] = float("inf")  # not a number of seconds: none
+    assert pipeline._fit_seconds(fit) == pytest.approx(43.5)
+    one = Fit("pymc", {}, timings={"sample": 23.0}, stats={"session": session})
+    assert pipeline._fit_seconds(one) == pytest.approx(23.5)
+
+
 
 def test_a_floor_plans_the_other_side_from_the_floors_draws():
     """PyMC grows 4x for its own check against a reference (a floor): the comparison with
