@@ -164,6 +164,13 @@ def _seconds(value) -> float:
     return float(value) if ok and math.isfinite(value) and value >= 0 else 0.0
 
 
+def _attempt_timings(fit: Fit) -> list[dict]:
+    """The timings of each attempt of a PyMC fit (``stats["attempts"]``; a skipped or
+    stopped attempt has none)."""
+    return [a["timings"] for a in fit.stats.get("attempts") or []
+            if isinstance(a, dict) and isinstance(a.get("timings"), dict)]
+
+
 def pymc_fit_record(fit: Fit) -> dict:
     """What one PyMC fit of a look cost: whether its session compiled the program for it
     (first fit of this program on this data), its attempts (divergence retries included)
@@ -173,8 +180,7 @@ def pymc_fit_record(fit: Fit) -> dict:
     compile 0 s although they compiled)."""
     session = fit.stats.get("session") or {}
     t = fit.timings
-    attempts = [a["timings"] for a in fit.stats.get("attempts") or []
-                if isinstance(a, dict) and isinstance(a.get("timings"), dict)]
+    attempts = _attempt_timings(fit)
     phases = ({k: round(sum(_seconds(a.get(k)) for a in attempts), 4) for k in FIT_PHASES}
               if attempts else {k: t.get(k) for k in FIT_PHASES})
     return {"compiled": bool(session.get("compiled")), "session_fit": session.get("fit"),
@@ -279,13 +285,12 @@ def _fit_seconds(fit: Fit) -> float:
     wall budget (never used to plan the draws): a PyMC refit in the same session only
     samples (its program stays compiled), every attempt of it: a refit starts again at
     the first ``target_accept``, so a fit that needed divergence retries will likely need
-    them again (one_comp's full scope: the chosen attempt sampled 23 s, the fit's three
-    attempts 65 s); a LazyPPL fit reruns its cached binary, so the sandboxed run counts,
+    them again (one_comp's full scope, look 1: the chosen attempt sampled 23 s, both
+    attempts 44 s); a LazyPPL fit reruns its cached binary, so the sandboxed run counts,
     not a first fit's GHC compile (5-12 s cold)."""
     t = fit.timings
     if "session" in fit.stats:
-        attempts = [a["timings"] for a in fit.stats.get("attempts") or []
-                    if isinstance(a, dict) and isinstance(a.get("timings"), dict)]
+        attempts = _attempt_timings(fit)
         sampled = (sum(_seconds(a.get("sample")) for a in attempts) if attempts
                    else _seconds(t.get("sample")))
         return sampled + 0.5

@@ -661,10 +661,11 @@ def test_a_lazyppl_refit_is_not_charged_its_first_compile():
 
 
 def test_a_pymc_refit_is_charged_every_attempt_of_the_fit():
-    """catches: one_comp (session 24): the budget priced a PyMC refit by its chosen
-    attempt (23 s per 1,000 draws) while each refit ran three (65 s: it starts again at
-    the first target_accept), so the stop on a look's least draws was decided by the
-    machine's load within a few seconds either way (861 s against 831 s left)."""
+    """catches: one_comp, full scope (session 24): the budget priced a PyMC refit by its
+    chosen attempt (23 s per 1,000 draws) while the fit ran two (44 s; a refit starts again
+    at the first target_accept), so whether the least draws (34,108 per chain) fitted in
+    the time left was decided by the machine's load (861 s against 831 s left in one run,
+    under it in another, which then spent 310 s on a look that could not decide)."""
     from workers import pipeline
     from workers.fit import Fit
 
