@@ -204,7 +204,16 @@ class Run:
     def run_batch(self, posteriors: list[str], timeout: float,
                   settings: dict | None = None) -> dict:
         headers = {"Authorization": f"Bearer {self.token}"}
-        pool_pids = {pid: i for i, w in enumerate(self.workers) for pid in pool_children(w.pid)}
+        # pool process -> worker, kept up to date while the batch runs: Celery replaces a
+        # pool process (max tasks or memory per child), and the scopes its successor ran
+        # were "worker?" in session 24's report (13 of 92)
+        pool_pids: dict[int, int] = {}
+
+        def note_pool() -> None:
+            for i, w in enumerate(self.workers):
+                for pid in pool_children(w.pid):
+                    pool_pids.setdefault(pid, i)
+        note_pool()
         load = os.getloadavg()
         with httpx.Client(base_url=self.base, headers=headers, timeout=30) as c:
             t0 = time.monotonic()
@@ -218,6 +227,7 @@ class Run:
                     break
                 if time.monotonic() - t0 > timeout:
                     raise RuntimeError(f"batch {batch_id} not done after {timeout:.0f} s")
+                note_pool()
                 time.sleep(0.25)
             wall = time.monotonic() - t0
         return {"config": self.label, "cores": list(self.cores), "workers": len(self.workers),
