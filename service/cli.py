@@ -13,10 +13,12 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
 import time
+from collections.abc import Callable
 
 
 def _settings():
@@ -54,18 +56,20 @@ WARM_PROGRAMS = ("eight_schools-eight_schools_noncentered", "kidiq-kidscore_momi
 WARM_BACKENDS = ("nutpie", "pymc")
 
 
-def warm_cache_stamp(corpus: list[str] | None = None) -> dict:
+def warm_cache_stamp(corpus: list[str] | None = None,
+                     digest: Callable[[str], str] | None = None) -> dict:
     """What a warmed cache holds: programs, backends, and the compilers' versions (an
     upgraded PyTensor or numba keys its entries anew, so the cache is warmed again);
     ``corpus``: the shipped posteriors warmed on both scopes' data (``--corpus``), each
     with the digest of what was compiled (:func:`_corpus_digest`), so an edited
-    translation is warmed again."""
+    translation is warmed again (``digest``: how to compute it, by default afresh)."""
     from importlib.metadata import version
 
+    digest = digest or _corpus_digest
     return {"programs": list(WARM_PROGRAMS), "backends": list(WARM_BACKENDS),
             "versions": {p: version(p) for p in ("pymc", "pytensor", "numba", "nutpie")},
             "python": sys.version.split()[0],
-            "corpus": {name: _corpus_digest(name) for name in sorted(corpus or [])}}
+            "corpus": {name: digest(name) for name in sorted(corpus or [])}}
 
 
 def _corpus_digest(name: str) -> str:
@@ -76,18 +80,19 @@ def _corpus_digest(name: str) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def _held_corpus(held: dict | None, base_held: bool) -> set[str]:
+def _held_corpus(held: dict | None, base_held: bool,
+                 digest: Callable[[str], str]) -> set[str]:
     """The translations a stamp holds as they are now: named with the digest of the
-    current program and data (a stamp from before digests, a list of names, holds none;
-    a name no longer shipped is dropped)."""
+    current program and data (``digest``; a stamp from before digests, a list of names,
+    holds none; a name no longer shipped is dropped)."""
     from corpus.loader import list_posteriors
 
     entries = (held or {}).get("corpus") if base_held else None
     if not isinstance(entries, dict):
         return set()
     shipped = set(list_posteriors())
-    return {name for name, digest in entries.items()
-            if name in shipped and digest == _corpus_digest(name)}
+    return {name for name, entry in entries.items()
+            if name in shipped and entry == digest(name)}
 
 
 def _same_base_warm(a: dict | None, b: dict) -> bool:
@@ -127,9 +132,13 @@ def _warm_cache(args) -> int:
     if corpus:
         sandbox.check_available()
         _warm_lazyppl_binaries(corpus)
-    stamp, held = warm_cache_stamp(corpus), warm_stamp()
-    base_held = _same_base_warm(held, stamp)
-    held_corpus = _held_corpus(held, base_held)
+    held = warm_stamp()
+    base_held = _same_base_warm(held, warm_cache_stamp())
+    # each translation's digest loads its data: computed once in this call, and only where
+    # the held translations matter (not for a set-up's --if-needed without --corpus)
+    digest = functools.cache(_corpus_digest)
+    held_corpus = (_held_corpus(held, base_held, digest) if corpus or not args.if_needed
+                   else set())
     if args.if_needed and base_held and set(corpus) <= held_corpus:
         print("warm-cache: the shared cache already holds these programs' compiled pieces")
         return 0
@@ -152,7 +161,7 @@ def _warm_cache(args) -> int:
             continue
         held_corpus.add(name)
         print(f"warm-cache: {name} (visible, full) compiled in {seconds:.1f} s", flush=True)
-    write_warm_stamp(warm_cache_stamp(sorted(held_corpus)))
+    write_warm_stamp(warm_cache_stamp(sorted(held_corpus), digest))
     return 1 if failed else 0
 
 
