@@ -108,6 +108,9 @@ def sampler(model, backend: str):
 def _nutpie(model):
     import nutpie
 
+    from workers.pymc_runner import nutpie_wrappers
+
+    nutpie_wrappers.install()
     started = time.perf_counter()
     compiled = nutpie.compile_pymc_model(model, backend="numba")
     compile_seconds = [time.perf_counter() - started]

@@ -224,6 +224,10 @@ def _versions(backend: str) -> dict:
                "blackjax": ["blackjax", "jax"]}.get(backend, [])
     for name in modules:
         versions[name] = getattr(sys.modules.get(name), "__version__", None)
+    if backend == "nutpie":
+        from workers.pymc_runner import nutpie_wrappers
+
+        versions["nutpie_wrappers"] = nutpie_wrappers.installed()
     return versions
 
 
@@ -269,6 +273,9 @@ def _prewarm_numba() -> None:
     import numpy as np
     import pymc as pm
 
+    from workers.pymc_runner import nutpie_wrappers
+
+    nutpie_wrappers.install()
     with pm.Model() as tiny:
         x = pm.Normal("x", 0.0, 1.0)
         pm.Normal("y", x, 1.0, observed=np.zeros(2))
