@@ -65,9 +65,13 @@ def warm_cache_stamp(corpus: list[str] | None = None,
     translation is warmed again (``digest``: how to compute it, by default afresh)."""
     from importlib.metadata import version
 
+    from workers.pymc_runner import nutpie_wrappers
+
     digest = digest or _corpus_digest
     return {"programs": list(WARM_PROGRAMS), "backends": list(WARM_BACKENDS),
-            "versions": {p: version(p) for p in ("pymc", "pytensor", "numba", "nutpie")},
+            "versions": {**{p: version(p) for p in ("pymc", "pytensor", "numba", "nutpie")},
+                         # our nutpie callbacks, cached with each program (issue 11)
+                         "nutpie_callbacks": nutpie_wrappers.VERSION},
             "python": sys.version.split()[0],
             "corpus": {name: digest(name) for name in sorted(corpus or [])}}
 

@@ -183,8 +183,12 @@ def pymc_fit_record(fit: Fit) -> dict:
     attempts = _attempt_timings(fit)
     phases = ({k: round(sum(_seconds(a.get(k)) for a in attempts), 4) for k in FIT_PHASES}
               if attempts else {k: t.get(k) for k in FIT_PHASES})
-    return {"compiled": bool(session.get("compiled")), "session_fit": session.get("fit"),
-            "attempts": max(1, len(attempts)), **phases, "process": t.get("process")}
+    record = {"compiled": bool(session.get("compiled")), "session_fit": session.get("fit"),
+              "attempts": max(1, len(attempts)), **phases, "process": t.get("process")}
+    cached = session.get("callbacks_cached")  # nutpie: callbacks loaded from the cache
+    if type(cached) is int and 0 <= cached <= 2:
+        record["callbacks_cached"] = cached
+    return record
 
 
 def comparison_rows(result: compare.ScopeComparison, labels: tuple[str, str]) -> list[dict]:

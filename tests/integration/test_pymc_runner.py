@@ -250,7 +250,10 @@ KIDIQ_MOMIQ = HEADER + """\
 @pytest.mark.slow
 def test_nutpie_draws_do_not_depend_on_the_cache_state(tmp_path, monkeypatch):
     """Same seed, cold then warm compile cache: identical draws (with numba fastmath on,
-    kidiq's differed)."""
+    kidiq's differed). Warmed, the program's nutpie callbacks are loaded from the cache
+    (nutpie_wrappers), only where the compiled code is the same: other observed data
+    compile their own log-density callback, and a sandboxed fit saves none to the shared
+    cache."""
     import zipfile
 
     archive = Path(__file__).resolve().parents[2] / "corpus" / "posterior_database" / "data" / "data" / "kidiq.json.zip"
@@ -262,10 +265,20 @@ def test_nutpie_draws_do_not_depend_on_the_cache_state(tmp_path, monkeypatch):
     cold = fit_pymc(KIDIQ_MOMIQ, data, **settings)
     assert not list((tmp_path / "cache").rglob("*.nbi"))  # a run never warms the shared cache
     warm_shared_cache({"kidiq": (KIDIQ_MOMIQ, [data], "strict")}, backends=("nutpie",))  # ours
+    callbacks = list((tmp_path / "cache").rglob("*logp_numba*.nbi"))
+    assert len(callbacks) == 1  # the trusted warm-up saved its log-density callback
     warm = fit_pymc(KIDIQ_MOMIQ, data, **settings)
     assert warm.timings["compile"] < cold.timings["compile"]
+    assert (cold.stats["session"]["callbacks_cached"], warm.stats["session"]["callbacks_cached"]) == (0, 2)
     for name in cold.draws:
         np.testing.assert_array_equal(cold.draws[name], warm.draws[name], err_msg=name)
+    other = dict(data, kid_score=[v + 1.0 for v in data["kid_score"]])
+    shifted = fit_pymc(KIDIQ_MOMIQ, other, **settings)
+    # the expand callback (constrained values: no data in it) is the same code and is
+    # loaded; the log-density's holds the data and is compiled anew
+    assert shifted.stats["session"]["callbacks_cached"] == 1
+    assert not np.array_equal(shifted.draws["beta[1]"], warm.draws["beta[1]"])
+    assert list((tmp_path / "cache").rglob("*logp_numba*.nbi")) == callbacks
 
 
 @pytest.mark.slow

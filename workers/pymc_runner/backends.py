@@ -36,6 +36,9 @@ class Sampled:
     # JAX backends: per chain, how many jittered starts were refused (log-density or
     # gradient not finite) before the one used (_FiniteStarts)
     start_retries: list[int] | None = None
+    # nutpie with our callbacks (nutpie_wrappers): how many of the compiled model's two
+    # were loaded from the compile cache
+    callbacks_cached: int | None = None
 
 
 # Messages of the backends when no starting point has a finite log-density and gradient
@@ -110,10 +113,11 @@ def _nutpie(model):
 
     from workers.pymc_runner import nutpie_wrappers
 
-    nutpie_wrappers.install()
+    ours = nutpie_wrappers.install() == "ppl-audit"
     started = time.perf_counter()
     compiled = nutpie.compile_pymc_model(model, backend="numba")
     compile_seconds = [time.perf_counter() - started]
+    cached = nutpie_wrappers.last_cached if ours else None
 
     def run(accept: float, job: dict) -> Sampled:
         begun = time.perf_counter()
@@ -131,7 +135,7 @@ def _nutpie(model):
         )
         # the compile time is charged to the first call only
         spent, compile_seconds[0] = compile_seconds[0], 0.0
-        return Sampled(idata, spent, time.perf_counter() - begun)
+        return Sampled(idata, spent, time.perf_counter() - begun, callbacks_cached=cached)
 
     return run
 

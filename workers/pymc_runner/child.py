@@ -275,11 +275,12 @@ def _prewarm_numba() -> None:
 
     from workers.pymc_runner import nutpie_wrappers
 
-    nutpie_wrappers.install()
+    # with our callbacks, compiled even if the cache holds them: the point is numba
+    options = {"callbacks_cache": False} if nutpie_wrappers.install() == "ppl-audit" else {}
     with pm.Model() as tiny:
         x = pm.Normal("x", 0.0, 1.0)
         pm.Normal("y", x, 1.0, observed=np.zeros(2))
-    nutpie.compile_pymc_model(tiny, backend="numba")
+    nutpie.compile_pymc_model(tiny, backend="numba", **options)
 
 
 def _prewarm_jax() -> None:
@@ -422,6 +423,8 @@ def run(job: dict, out, session: Session) -> None:
         stats["session"] = dict(info, attempt_compiled=sampled.compile_seconds > 0)
         if sampled.start_retries is not None:
             stats["start_retries"] = sampled.start_retries
+        if sampled.callbacks_cached is not None:
+            stats["session"]["callbacks_cached"] = sampled.callbacks_cached
         timings["total"] = time.perf_counter() - started + timings["import"] + timings["prewarm"]
         timings["cpu"] = _cpu_seconds() - cpu_started
         summary = {

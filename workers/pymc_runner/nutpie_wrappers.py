@@ -1,65 +1,136 @@
-"""nutpie's two C callbacks, without numba's formatted error paths (child only; issue 11).
+"""nutpie's two C callbacks, built by us: no formatted error paths, cached with the
+program's code (child only; issue 11).
 
-nutpie hands its Rust sampler two numba ``cfunc`` wrappers around PyTensor's compiled
+nutpie hands its Rust sampler two numba ``cfunc`` callbacks around PyTensor's compiled
 functions: the log-density with its gradient, and the "expand" function (constrained
-values and Deterministics of a draw). Each copies its result with ``out[...] = arr``.
-A slice assignment from an array makes numba compile its shape-mismatch error, which
-formats the two shapes as text (``str(int)``, string concatenation, ``repr``) in
-nopython mode: ~1.2 s of typing and lowering, paid by the first model a process compiles
-(numba keeps it for later ones, so a pre-warmed standby child paid it in its pre-warm).
-Measured (eight schools, fresh process, shared cache copy, one core): nutpie's first
-compile of a tiny model 3.1 s with nutpie's wrappers, 1.9-2.0 s with these.
+values and Deterministics of a draw). nutpie's own (``nutpie.compile_pymc``, 0.16)
+cost a compile twice over:
 
-These wrappers do what nutpie's do, with the same return codes, but copy element by
-element after comparing the length (nutpie's slice assignment would raise on a wrong
-length and return the same code), and test finiteness in the same loop. The values
-written are the same bits, so the draws for a seed are identical (tested:
-``tests/integration/test_pymc_runner.py``).
+* they copy their result with ``out[...] = arr``; a slice assignment from an array makes
+  numba compile its shape-mismatch error, which formats both shapes as text in nopython
+  mode: ~1.2 s, paid by the first model a process compiles. Ours copy element by element
+  after comparing the length (nutpie's would raise on a wrong length and return the
+  same code). Measured (fresh process, shared cache copy, one core): the first compile
+  of a tiny model 3.1 s with nutpie's callbacks, 1.9-2.0 s with ours.
+* they are closures, which numba cannot cache (its cache key pickles the closure, which
+  differs by process), so every compile types and lowers them again and re-links the
+  program's whole-graph function into them, even when PyTensor's cache holds that
+  function (our warmed corpus translations): ~1.7 s of a 3.3 s cached compile (arK).
+  Ours are generated source whose only free names are the whole-graph function and the
+  dimension, registered with PyTensor's numba cache under a key made of PyTensor's own
+  key for that function (which covers the graph and its constants, i.e. the data), the
+  dimension and our source. A program whose functions PyTensor can cache then loads its
+  callbacks too. Where PyTensor gives no key, or the model has shared variables (read
+  through nutpie's ``user_data``, with nutpie's extraction function), the callbacks are
+  compiled, not cached.
 
-They replace two private factories of ``nutpie.compile_pymc`` for the versions whose
-factories have the signatures below (checked, not assumed); any other nutpie keeps its
-own wrappers (slower first compile, same draws). :func:`install` says which are used;
-the fit's ``versions`` record it (``nutpie_wrappers``).
+The values written are the same bits, so the draws for a seed are nutpie's (tested:
+``tests/integration/test_pymc_runner.py``). Caching follows PyTensor's cache rules: the
+entries are written to the child's private copy of the cache and reach the shared cache
+only from ``warm-cache``'s trusted fits of our own programs.
+
+:func:`install` replaces ``nutpie.compile_pymc._compile_pymc_model_numba`` (the numba
+branch of ``compile_pymc_model``) for nutpie 0.16 releases whose private helpers have
+the signatures used here (checked, not assumed); any other nutpie keeps its own (slower,
+same draws). The fit records which (``versions.nutpie_wrappers``) and how many of the
+model's two callbacks came from the cache (``stats.session.callbacks_cached``).
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
 import os
 
-#: The factories' parameters in the nutpie releases these replace (0.16.x).
-_LOGP_PARAMETERS = ["n_dim", "logp_fn", "user_data", "shared_logp", "shared_data"]
-_EXPAND_PARAMETERS = ["n_dim", "n_expanded", "expand_fn", "user_data", "shared_vars",
-                      "shared_data"]
+#: Bumped whenever the generated source or the key changes meaning.
+VERSION = 1
+
+#: nutpie's private helpers used here, with the parameters of the 0.16 releases.
+_HELPERS = {
+    "_compile_pymc_model_numba": ["model", "pymc_initial_point_fn", "var_names", "kwargs"],
+    "_make_functions": ["model", "mode", "compute_grad", "join_expanded",
+                        "pymc_initial_point_fn", "var_names"],
+    "make_user_data": ["shared_vars", "shared_data"],
+    "make_extraction_fn": ["inner", "shared_data", "shared_vars", "record_dtype"],
+    "_prepare_dims_and_coords": ["model", "shape_info"],
+}
+
+# nutpie's return codes. logp: -1 wrong dimension, 1 an error, 3 gradient not finite,
+# 4 log-density not finite, 0 success. expand: -1 wrong dimensions, -2 an error.
+_LOGP_SOURCE = """
+def logp_numba(dim, x_, out_, logp_, user_data_):
+    if dim != n_dim:
+        return -1
+    x = numba.carray(x_, (n_dim,))
+    out = numba.carray(out_, (n_dim,))
+    logp = numba.carray(logp_, ())
+    try:
+        logp_val, grad = {call}
+    except Exception:
+        return 1
+    logp[()] = logp_val
+    if grad.shape[0] != n_dim:
+        return 1
+    finite = True
+    for i in range(n_dim):
+        out[i] = grad[i]
+        if not np.isfinite(grad[i]):
+            finite = False
+    if not finite:
+        return 3
+    if not np.isfinite(logp_val):
+        return 4
+    return 0
+"""
+
+_EXPAND_SOURCE = """
+def expand_numba(dim, expanded, x_, out_, user_data_):
+    if dim != n_dim:
+        return -1
+    if expanded != n_expanded:
+        return -1
+    x = numba.carray(x_, (n_dim,))
+    out = numba.carray(out_, (n_expanded,))
+    try:
+        (values,) = {call}
+    except Exception:
+        return -2
+    if values.shape[0] != n_expanded:
+        return -2
+    for i in range(n_expanded):
+        out[i] = values[i]
+    return 0
+"""
 
 _installed: str | None = None
+#: how many of the last compiled model's two callbacks were loaded from the cache
+last_cached = 0
 
 
 def install() -> str:
-    """Use these wrappers for every later ``nutpie.compile_pymc_model`` in this process,
-    if the installed nutpie has the factories they replace and the child's environment
-    asks for them (``PPL_AUDIT_NUTPIE_WRAPPERS``, from ``runner.NUTPIE_WRAPPERS``; a test
-    sets ``nutpie`` to compare draws). Returns ``"ppl-audit"`` if they are used,
-    ``"nutpie"`` if nutpie's own are. Idempotent."""
+    """Build nutpie's callbacks with this module in every later
+    ``nutpie.compile_pymc_model(..., backend="numba")`` of this process, if the installed
+    nutpie has the helpers used here and the child's environment asks for it
+    (``PPL_AUDIT_NUTPIE_WRAPPERS``, from ``runner.NUTPIE_WRAPPERS``; a test sets
+    ``nutpie`` to compare draws). Returns ``"ppl-audit"`` if ours are used, ``"nutpie"``
+    if nutpie's own are. Idempotent."""
     global _installed
     if _installed is not None:
         return _installed
     if os.environ.get("PPL_AUDIT_NUTPIE_WRAPPERS", "ppl-audit") != "ppl-audit":
         _installed = "nutpie"
         return _installed
+    import nutpie
     from nutpie import compile_pymc
 
     def parameters(name: str) -> list[str] | None:
-        factory = getattr(compile_pymc, name, None)
-        if factory is None:
-            return None
-        return list(inspect.signature(factory).parameters)
+        helper = getattr(compile_pymc, name, None)
+        return list(inspect.signature(helper).parameters) if callable(helper) else None
 
-    fits = (parameters("_make_c_logp_func") == _LOGP_PARAMETERS
-            and parameters("_make_c_expand_func") == _EXPAND_PARAMETERS
-            and callable(getattr(compile_pymc, "make_extraction_fn", None)))
+    fits = (str(getattr(nutpie, "__version__", "")).startswith("0.16.")
+            and all(parameters(name) == expected for name, expected in _HELPERS.items())
+            and hasattr(compile_pymc, "CompiledPyMCModel"))
     if fits:
-        compile_pymc._make_c_logp_func = _make_c_logp_func
-        compile_pymc._make_c_expand_func = _make_c_expand_func
+        compile_pymc._compile_pymc_model_numba = _compile_numba
     _installed = "ppl-audit" if fits else "nutpie"
     return _installed
 
@@ -69,78 +140,101 @@ def installed() -> str | None:
     return _installed
 
 
-def _make_c_logp_func(n_dim, logp_fn, user_data, shared_logp, shared_data):
+def _compile_numba(model, pymc_initial_point_fn, var_names=None, callbacks_cache=True,
+                   **kwargs):
+    """nutpie's numba branch of ``compile_pymc_model`` with our callbacks (same
+    arguments, same ``CompiledPyMCModel``; ``kwargs`` go to ``numba.cfunc`` as in
+    nutpie). ``callbacks_cache=False`` compiles the callbacks even where they could be
+    loaded: the standby's pre-warm, whose point is to exercise numba's compiler."""
+    global last_cached
+    import numpy as np
+    from nutpie import compile_pymc as cp
+
+    n_dim, n_expanded, logp_pt, expand_pt, initial_point_fn, shape_info = cp._make_functions(
+        model, mode="NUMBA", compute_grad=True, join_expanded=True,
+        pymc_initial_point_fn=pymc_initial_point_fn, var_names=var_names)
+    shared_data, shared_vars = {}, {}
+    for var in [*logp_pt.get_shared(), *expand_pt.get_shared()]:
+        if var.name in shared_vars and shared_vars[var.name] is not var:
+            raise ValueError(f"Shared variables must have unique names: {var.name}")
+        if var.name not in shared_vars:
+            value = np.array(var.get_value(), order="C", copy=True)
+            value.flags.writeable = False
+            shared_data[var.name], shared_vars[var.name] = value, var
+    user_data = cp.make_user_data(shared_vars, shared_data)
+    logp_func, logp_cached = _callback(
+        _LOGP_SOURCE, "logp_numba", logp_pt.vm.jit_fn, [v.name for v in logp_pt.get_shared()],
+        shared_data, user_data, {"n_dim": n_dim}, callbacks_cache, kwargs)
+    expand_func, expand_cached = _callback(
+        _EXPAND_SOURCE, "expand_numba", expand_pt.vm.jit_fn,
+        [v.name for v in expand_pt.get_shared()], shared_data, user_data,
+        {"n_dim": n_dim, "n_expanded": n_expanded}, callbacks_cache, kwargs)
+    last_cached = int(logp_cached) + int(expand_cached)
+    dims, coords = cp._prepare_dims_and_coords(model, shape_info)
+    return cp.CompiledPyMCModel(
+        _n_dim=n_dim, dims=dims, _coords=coords,
+        _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info)},
+        compiled_logp_func=logp_func, compiled_expand_func=expand_func,
+        initial_point_func=initial_point_fn, shared_data=shared_data, user_data=user_data,
+        n_expanded=n_expanded, shape_info=shape_info, logp_func=logp_pt,
+        expand_func=expand_pt)
+
+
+def _callback(template: str, name: str, inner, shared_names: list[str], shared_data: dict,
+              user_data, sizes: dict, use_cache: bool, options: dict):
+    """(the compiled cfunc, whether it was loaded from the cache) for ``template``
+    calling ``inner``, PyTensor's compiled function."""
     import numba
     import numpy as np
     from nutpie.compile_pymc import make_extraction_fn
+    from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_function_src
 
-    extract = make_extraction_fn(logp_fn, shared_data, shared_logp, user_data.dtype)
-    c_sig = numba.types.int64(
-        numba.types.uint64,
-        numba.types.CPointer(numba.types.double),
-        numba.types.CPointer(numba.types.double),
-        numba.types.CPointer(numba.types.double),
-        numba.types.voidptr,
-    )
-
-    def logp_numba(dim, x_, out_, logp_, user_data_):
-        # nutpie's codes: -1 wrong dimension, 1 an error, 3 gradient not finite,
-        # 4 log-density not finite, 0 success
-        if dim != n_dim:
-            return -1
-        try:
-            x = numba.carray(x_, (n_dim,))
-            out = numba.carray(out_, (n_dim,))
-            logp = numba.carray(logp_, ())
-            logp_val, grad = extract(x, user_data_)
-            logp[()] = logp_val
-            if grad.shape[0] != n_dim:
-                return 1
-            finite = True
-            for i in range(n_dim):
-                out[i] = grad[i]
-                if not np.isfinite(grad[i]):
-                    finite = False
-            if not finite:
-                return 3
-            if not np.isfinite(logp_val):
-                return 4
-        except Exception:  # noqa: BLE001 - nutpie's contract: a code, not an exception
-            return 1
-        return 0
-
-    return logp_numba, c_sig
+    signature = _SIGNATURES[name](numba.types)
+    inner_key = CACHED_SRC_FUNCTIONS.get(getattr(inner, "py_func", None))
+    # __name__: a cached cfunc rebuilds its numba environment by importing its module
+    env = {"__name__": __name__, "numba": numba, "np": np, **sizes}
+    if shared_names or inner_key is None or not use_cache:
+        # shared variables are read through user_data; no key: compiled, not cached
+        env["extract"] = make_extraction_fn(inner, shared_data, shared_names, user_data.dtype)
+        source = template.format(call="extract(x, user_data_)")
+        function = compile_numba_function_src(source, name, env)
+        return numba.cfunc(signature, **options)(function), False
+    env["inner"] = inner
+    source = template.format(call="inner(x)")
+    key = hashlib.sha256(
+        f"ppl-audit nutpie callback {VERSION}\n{inner_key}\n{sorted(sizes.items())}\n{source}"
+        .encode()).hexdigest()
+    function = compile_numba_function_src(source, name, env, cache_key=key)
+    if os.environ.get("PPL_AUDIT_CALLBACK_CACHE", "load") == "save":
+        compiled = numba.cfunc(signature, **{**options, "cache": True})(function)
+    else:
+        compiled = _load_only_cfunc(function, signature, options)
+    return compiled, compiled.cache_hits > 0
 
 
-def _make_c_expand_func(n_dim, n_expanded, expand_fn, user_data, shared_vars, shared_data):
-    import numba
-    from nutpie.compile_pymc import make_extraction_fn
+def _load_only_cfunc(function, signature, options: dict):
+    """``numba.cfunc(signature, cache=True)(function)`` that loads from the cache but
+    does not save what it had to compile: saving emits the whole program's object code
+    again (~1 s on eight schools), and an untrusted child's private cache copy is thrown
+    away with it."""
+    from numba.core import sigutils
+    from numba.core.caching import FunctionCache
+    from numba.core.ccallback import CFunc
 
-    extract = make_extraction_fn(expand_fn, shared_data, shared_vars, user_data.dtype)
-    c_sig = numba.types.int64(
-        numba.types.uint64,
-        numba.types.uint64,
-        numba.types.CPointer(numba.types.double),
-        numba.types.CPointer(numba.types.double),
-        numba.types.voidptr,
-    )
+    class LoadOnly(FunctionCache):
+        def save_overload(self, sig, data):
+            pass
 
-    def expand_numba(dim, expanded, x_, out_, user_data_):
-        # nutpie's codes: -1 wrong dimensions, -2 an error, 0 success
-        if dim != n_dim:
-            return -1
-        if expanded != n_expanded:
-            return -1
-        try:
-            x = numba.carray(x_, (n_dim,))
-            out = numba.carray(out_, (n_expanded,))
-            (values,) = extract(x, user_data_)
-            if values.shape[0] != n_expanded:
-                return -2
-            for i in range(n_expanded):
-                out[i] = values[i]
-        except Exception:  # noqa: BLE001 - nutpie's contract: a code, not an exception
-            return -2
-        return 0
+    compiled = CFunc(function, sigutils.normalize_signature(signature), locals={},
+                     options=options)
+    compiled._cache = LoadOnly(function)
+    compiled.compile()
+    return compiled
 
-    return expand_numba, c_sig
+
+_SIGNATURES = {
+    "logp_numba": lambda t: t.int64(t.uint64, t.CPointer(t.double), t.CPointer(t.double),
+                                    t.CPointer(t.double), t.voidptr),
+    "expand_numba": lambda t: t.int64(t.uint64, t.uint64, t.CPointer(t.double),
+                                      t.CPointer(t.double), t.voidptr),
+}

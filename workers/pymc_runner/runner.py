@@ -68,12 +68,14 @@ def shared_compile_cache() -> Path:
     return cache_root() / "pymc" / "pytensor-shared"
 
 
-def child_environment(workdir: Path) -> dict[str, str]:
+def child_environment(workdir: Path, trusted: bool = False) -> dict[str, str]:
     """The whole environment of the child: nothing of the parent's leaks in but BLAS
     tuning variables the machine's administrator set on purpose.
 
     Every cache the child writes (PyTensor, numba, JAX, matplotlib) is under
     ``workdir``; PyTensor's starts as a copy of the shared cache (``copy_shared_cache``).
+    ``trusted``: a session of our own programs whose cache is copied back
+    (``warm_shared_cache``); only such a child saves nutpie's callbacks to the cache.
     """
     compiledir = workdir / "pytensor"
     env = {
@@ -100,6 +102,10 @@ def child_environment(workdir: Path) -> dict[str, str]:
         # 2.4 s, diamonds 3.8 vs 5.0 s). Level 0 samples 10x slower (hmm_example 28 s).
         "NUMBA_OPT": NUMBA_OPT,
         "PPL_AUDIT_NUTPIE_WRAPPERS": NUTPIE_WRAPPERS,
+        # load nutpie's callbacks from the cache; save them only where the cache is
+        # copied back (writing one is an object-code emission, ~1 s, that an untrusted
+        # child's private copy would throw away)
+        "PPL_AUDIT_CALLBACK_CACHE": "save" if trusted else "load",
         "MPLCONFIGDIR": str(workdir / "matplotlib"),
         "JAX_PLATFORMS": "cpu",
         # JAX's persistent compile cache, private to this child (per audit, deleted with

@@ -71,7 +71,7 @@ class _Child:
     """One sandboxed child process and its directories (a session restarts it after a
     kill)."""
 
-    def __init__(self, limits: sandbox.Limits) -> None:
+    def __init__(self, limits: sandbox.Limits, trusted: bool = False) -> None:
         runner.sweep_stale_workdirs()
         self.root = Path(tempfile.mkdtemp(prefix=runner.WORKDIR_PREFIX))
         self.inbox, self.work = self.root / "inbox", self.root / "work"
@@ -79,6 +79,7 @@ class _Child:
         self.work.mkdir()
         runner.copy_shared_cache(self.work)
         self.limits = limits
+        self.trusted = trusted
         self.control = sandbox.Control()
         self.completed: sandbox.Completed | None = None
         self.error: BaseException | None = None
@@ -93,7 +94,8 @@ class _Child:
             self.completed = sandbox.run(
                 [runner.venv_python(), "-m", "workers.pymc_runner.child", str(self.inbox)],
                 limits=self.limits, view=runner.child_view(self.work, inbox=self.inbox),
-                env=runner.child_environment(self.work), address_space_limit=True,
+                env=runner.child_environment(self.work, trusted=self.trusted),
+                address_space_limit=True,
                 max_stdout_bytes=runner.MAX_STDOUT, stderr_tail_bytes=runner.STDERR_TAIL,
                 control=self.control)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting fit
@@ -146,8 +148,8 @@ class _Slot:
     """A child of the session, the (program, data) keys it has served, and the lock
     that makes its fits take turns."""
 
-    def __init__(self, limits: sandbox.Limits) -> None:
-        self.child = _Child(limits)
+    def __init__(self, limits: sandbox.Limits, trusted: bool = False) -> None:
+        self.child = _Child(limits, trusted)
         self.lock = threading.Lock()
         self.keys: set[str] = set()
         self.busy = 0
@@ -187,7 +189,7 @@ class PymcSession:
                 self._add_slot()
 
     def _add_slot(self) -> _Slot:
-        slot = _Slot(self.limits)
+        slot = _Slot(self.limits, self.trusted_cache)
         self._slots.append(slot)
         self.children += 1
         return slot
@@ -276,7 +278,7 @@ class PymcSession:
                 if not slot.child.running:  # killed by a timeout or a cancel: start afresh
                     slot.child.close()
                     with self._lock:
-                        slot.child = _Child(self.limits)
+                        slot.child = _Child(self.limits, self.trusted_cache)
                         slot.keys = {key}
                         self.children += 1
                 summary, arrays, attempts, process = self._serve(slot.child, job, wall)
