@@ -4,30 +4,38 @@ program's code (child only; issue 11).
 nutpie hands its Rust sampler two numba ``cfunc`` callbacks around PyTensor's compiled
 functions: the log-density with its gradient, and the "expand" function (constrained
 values and Deterministics of a draw). nutpie's own (``nutpie.compile_pymc``, 0.16)
-cost a compile twice over:
+make every compile dearer in three ways:
 
 * they copy their result with ``out[...] = arr``; a slice assignment from an array makes
   numba compile its shape-mismatch error, which formats both shapes as text in nopython
   mode: ~1.2 s, paid by the first model a process compiles. Ours copy element by element
   after comparing the length (nutpie's would raise on a wrong length and return the
-  same code). Measured (fresh process, shared cache copy, one core): the first compile
-  of a tiny model 3.1 s with nutpie's callbacks, 1.9-2.0 s with ours.
+  same code).
+* one ``try`` wraps the whole body; numba's IR analysis of it (liveness over the
+  exception edges of every statement) cost ~0.6 s per callback. Ours wrap only the call
+  to PyTensor's function, the one statement that can raise.
 * they are closures, which numba cannot cache (its cache key pickles the closure, which
   differs by process), so every compile types and lowers them again and re-links the
   program's whole-graph function into them, even when PyTensor's cache holds that
   function (our warmed corpus translations): ~1.7 s of a 3.3 s cached compile (arK).
-  Ours are generated source whose only free names are the whole-graph function and the
-  dimension, registered with PyTensor's numba cache under a key made of PyTensor's own
-  key for that function (which covers the graph and its constants, i.e. the data), the
-  dimension and our source. A program whose functions PyTensor can cache then loads its
-  callbacks too. Where PyTensor gives no key, or the model has shared variables (read
-  through nutpie's ``user_data``, with nutpie's extraction function), the callbacks are
-  compiled, not cached.
+  Ours are generated source whose only free names are PyTensor's function and the sizes,
+  registered with PyTensor's numba cache under a key made of PyTensor's own key for that
+  function (which covers the graph and its constants, i.e. the data), the sizes and our
+  source. A program whose functions PyTensor can cache then loads its callbacks too.
+  Where PyTensor gives no key, or the model has shared variables (read through nutpie's
+  ``user_data``, with nutpie's extraction function), they are compiled, not cached.
+
+Measured (one core, fresh process, a copy of the shared cache without the program):
+the standby's pre-warm 3.2-3.3 s -> 1.4 s; then eight schools' first compile 3.1-3.3 ->
+2.4-2.5 s, the second scope's 1.8 -> 1.3-1.6 s; a program whose callbacks the cache holds
+0.35-0.6 s.
 
 The values written are the same bits, so the draws for a seed are nutpie's (tested:
-``tests/integration/test_pymc_runner.py``). Caching follows PyTensor's cache rules: the
-entries are written to the child's private copy of the cache and reach the shared cache
-only from ``warm-cache``'s trusted fits of our own programs.
+``tests/integration/test_pymc_runner.py``). Caching follows PyTensor's cache rules: a
+sandboxed child works on a private copy of the shared cache that is thrown away, and only
+``warm-cache``'s trusted children (our own programs) save callbacks
+(``PPL_AUDIT_CALLBACK_CACHE=save``) into what is copied back; the others only load
+(saving emits the whole program's object code again, ~1 s, for nothing).
 
 :func:`install` replaces ``nutpie.compile_pymc._compile_pymc_model_numba`` (the numba
 branch of ``compile_pymc_model``) for nutpie 0.16 releases whose private helpers have
@@ -190,7 +198,8 @@ def _callback(template: str, name: str, inner, shared_names: list[str], shared_d
     from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS, compile_numba_function_src
 
     signature = _SIGNATURES[name](numba.types)
-    inner_key = CACHED_SRC_FUNCTIONS.get(getattr(inner, "py_func", None))
+    py_func = getattr(inner, "py_func", None)
+    inner_key = CACHED_SRC_FUNCTIONS.get(py_func) if py_func is not None else None
     # __name__: a cached cfunc rebuilds its numba environment by importing its module
     env = {"__name__": __name__, "numba": numba, "np": np, **sizes}
     if shared_names or inner_key is None or not use_cache:
