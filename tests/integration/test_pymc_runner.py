@@ -329,3 +329,33 @@ def test_our_nutpie_callbacks_give_nutpies_draws(tmp_path, monkeypatch):
         np.testing.assert_array_equal(ours.draws[name], theirs.draws[name], err_msg=name)
     for stat in ("divergences_per_chain", "step_size", "n_steps", "acceptance", "e_bfmi"):
         assert ours.stats[stat] == theirs.stats[stat], stat
+
+
+def test_our_nutpie_callbacks_read_shared_data_as_nutpie_does(tmp_path, monkeypatch):
+    """A program with ``pm.Data`` has shared variables, which nutpie's callbacks read
+    through its ``user_data`` record; ours then call nutpie's extraction function (and
+    are compiled, not cached): the same draws as nutpie's own."""
+    from workers.pymc_runner import runner
+
+    source = HEADER + """\
+    with pm.Model() as m:
+        y = pm.Data("y", np.asarray(data["y"], dtype=float))
+        sigma = pm.Data("sigma", np.asarray(data["sigma"], dtype=float))
+        mu = pm.Normal("mu", 0.0, 5.0)
+        tau = pm.HalfCauchy("tau", 5.0)
+        z = pm.Normal("z", 0.0, 1.0, shape=int(data["J"]))
+        pm.Deterministic("theta", mu + tau * z)
+        pm.Normal("obs", mu=mu + tau * z, sigma=sigma, observed=y)
+    return m
+"""
+    settings = dict(chains=2, tune=200, draws=200, seed=12, backend="nutpie",
+                    mass_matrix="diag", retry_target_accepts=())
+    ours = fit_pymc(source, FULL, **settings)
+    monkeypatch.setattr(runner, "NUTPIE_WRAPPERS", "nutpie")
+    theirs = fit_pymc(source, FULL, **settings)
+    assert ours.versions["nutpie_wrappers"] == "ppl-audit"
+    # the log-density's callback reads the data and is never cached
+    assert ours.stats["session"]["callbacks_cached"] <= 1
+    assert set(ours.draws) == set(theirs.draws) >= {"mu", "tau", "theta[8]"}
+    for name in ours.draws:
+        np.testing.assert_array_equal(ours.draws[name], theirs.draws[name], err_msg=name)
