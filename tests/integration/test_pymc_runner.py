@@ -309,19 +309,24 @@ def test_numba_optimisation_level_changes_compile_time_not_draws(tmp_path, monke
                                       err_msg=name)
 
 
+def _ours_and_nutpies(source: str, data: dict, seed: int, monkeypatch):
+    """The same nutpie fit with our callbacks (the child's default), then nutpie's own."""
+    from workers.pymc_runner import runner
+
+    settings = dict(chains=2, tune=200, draws=200, seed=seed, backend="nutpie",
+                    mass_matrix="diag", retry_target_accepts=())
+    ours = fit_pymc(source, data, **settings)
+    monkeypatch.setattr(runner, "NUTPIE_WRAPPERS", "nutpie")
+    return ours, fit_pymc(source, data, **settings)
+
+
 def test_our_nutpie_callbacks_give_nutpies_draws(tmp_path, monkeypatch):
     """The child replaces nutpie's two numba C callbacks by ours (nutpie_wrappers: no
     formatted shape-mismatch error to compile, ~1.2 s less on a process's first
     compile); they write the same values, so a seed's draws and sampler statistics are
     nutpie's own. Eight schools' Deterministic theta goes through the expand callback."""
-    from workers.pymc_runner import runner
-
     assert child_environment(tmp_path)["PPL_AUDIT_NUTPIE_WRAPPERS"] == "ppl-audit"
-    settings = dict(chains=2, tune=200, draws=200, seed=11, backend="nutpie",
-                    mass_matrix="diag", retry_target_accepts=())
-    ours = fit_pymc(EIGHT_SCHOOLS, FULL, **settings)
-    monkeypatch.setattr(runner, "NUTPIE_WRAPPERS", "nutpie")
-    theirs = fit_pymc(EIGHT_SCHOOLS, FULL, **settings)
+    ours, theirs = _ours_and_nutpies(EIGHT_SCHOOLS, FULL, 11, monkeypatch)
     assert ours.versions["nutpie_wrappers"] == "ppl-audit"  # the installed nutpie fits
     assert theirs.versions["nutpie_wrappers"] == "nutpie"
     assert set(ours.draws) == set(theirs.draws) >= {"mu", "tau", "theta[1]", "theta[8]"}
@@ -335,8 +340,6 @@ def test_our_nutpie_callbacks_read_shared_data_as_nutpie_does(tmp_path, monkeypa
     """A program with ``pm.Data`` has shared variables, which nutpie's callbacks read
     through its ``user_data`` record; ours then call nutpie's extraction function (and
     are compiled, not cached): the same draws as nutpie's own."""
-    from workers.pymc_runner import runner
-
     source = HEADER + """\
     with pm.Model() as m:
         y = pm.Data("y", np.asarray(data["y"], dtype=float))
@@ -348,11 +351,7 @@ def test_our_nutpie_callbacks_read_shared_data_as_nutpie_does(tmp_path, monkeypa
         pm.Normal("obs", mu=mu + tau * z, sigma=sigma, observed=y)
     return m
 """
-    settings = dict(chains=2, tune=200, draws=200, seed=12, backend="nutpie",
-                    mass_matrix="diag", retry_target_accepts=())
-    ours = fit_pymc(source, FULL, **settings)
-    monkeypatch.setattr(runner, "NUTPIE_WRAPPERS", "nutpie")
-    theirs = fit_pymc(source, FULL, **settings)
+    ours, theirs = _ours_and_nutpies(source, FULL, 12, monkeypatch)
     assert ours.versions["nutpie_wrappers"] == "ppl-audit"
     # the log-density's callback reads the data and is never cached
     assert ours.stats["session"]["callbacks_cached"] <= 1

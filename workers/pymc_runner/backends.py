@@ -117,7 +117,7 @@ def _nutpie(model):
     started = time.perf_counter()
     compiled = nutpie.compile_pymc_model(model, backend="numba")
     compile_seconds = [time.perf_counter() - started]
-    cached = nutpie_wrappers.last_cached if ours else None
+    cached = nutpie_wrappers.callbacks_cached(compiled) if ours else None
 
     def run(accept: float, job: dict) -> Sampled:
         begun = time.perf_counter()

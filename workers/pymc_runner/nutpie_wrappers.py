@@ -110,8 +110,6 @@ def expand_numba(dim, expanded, x_, out_, user_data_):
 """
 
 _installed: str | None = None
-#: how many of the last compiled model's two callbacks were loaded from the cache
-last_cached = 0
 
 
 def install() -> str:
@@ -148,13 +146,19 @@ def installed() -> str | None:
     return _installed
 
 
+def callbacks_cached(compiled) -> int:
+    """How many of a compiled model's two callbacks were loaded from the cache (0-2;
+    a callback compiled here, ours or nutpie's, counts no hit)."""
+    return sum(int(func.cache_hits > 0)
+               for func in (compiled.compiled_logp_func, compiled.compiled_expand_func))
+
+
 def _compile_numba(model, pymc_initial_point_fn, var_names=None, callbacks_cache=True,
                    **kwargs):
     """nutpie's numba branch of ``compile_pymc_model`` with our callbacks (same
     arguments, same ``CompiledPyMCModel``; ``kwargs`` go to ``numba.cfunc`` as in
     nutpie). ``callbacks_cache=False`` compiles the callbacks even where they could be
     loaded: the standby's pre-warm, whose point is to exercise numba's compiler."""
-    global last_cached
     import numpy as np
     from nutpie import compile_pymc as cp
 
@@ -170,14 +174,13 @@ def _compile_numba(model, pymc_initial_point_fn, var_names=None, callbacks_cache
             value.flags.writeable = False
             shared_data[var.name], shared_vars[var.name] = value, var
     user_data = cp.make_user_data(shared_vars, shared_data)
-    logp_func, logp_cached = _callback(
+    logp_func = _callback(
         _LOGP_SOURCE, "logp_numba", logp_pt.vm.jit_fn, [v.name for v in logp_pt.get_shared()],
         shared_data, user_data, {"n_dim": n_dim}, callbacks_cache, kwargs)
-    expand_func, expand_cached = _callback(
+    expand_func = _callback(
         _EXPAND_SOURCE, "expand_numba", expand_pt.vm.jit_fn,
         [v.name for v in expand_pt.get_shared()], shared_data, user_data,
         {"n_dim": n_dim, "n_expanded": n_expanded}, callbacks_cache, kwargs)
-    last_cached = int(logp_cached) + int(expand_cached)
     dims, coords = cp._prepare_dims_and_coords(model, shape_info)
     return cp.CompiledPyMCModel(
         _n_dim=n_dim, dims=dims, _coords=coords,
@@ -190,7 +193,7 @@ def _compile_numba(model, pymc_initial_point_fn, var_names=None, callbacks_cache
 
 def _callback(template: str, name: str, inner, shared_names: list[str], shared_data: dict,
               user_data, sizes: dict, use_cache: bool, options: dict):
-    """(the compiled cfunc, whether it was loaded from the cache) for ``template``
+    """The compiled cfunc (loaded from the cache where it can be) for ``template``
     calling ``inner``, PyTensor's compiled function."""
     import numba
     import numpy as np
@@ -207,7 +210,7 @@ def _callback(template: str, name: str, inner, shared_names: list[str], shared_d
         env["extract"] = make_extraction_fn(inner, shared_data, shared_names, user_data.dtype)
         source = template.format(call="extract(x, user_data_)")
         function = compile_numba_function_src(source, name, env)
-        return numba.cfunc(signature, **options)(function), False
+        return numba.cfunc(signature, **options)(function)
     env["inner"] = inner
     source = template.format(call="inner(x)")
     key = hashlib.sha256(
@@ -215,10 +218,8 @@ def _callback(template: str, name: str, inner, shared_names: list[str], shared_d
         .encode()).hexdigest()
     function = compile_numba_function_src(source, name, env, cache_key=key)
     if os.environ.get("PPL_AUDIT_CALLBACK_CACHE", "load") == "save":
-        compiled = numba.cfunc(signature, **{**options, "cache": True})(function)
-    else:
-        compiled = _load_only_cfunc(function, signature, options)
-    return compiled, compiled.cache_hits > 0
+        return numba.cfunc(signature, **{**options, "cache": True})(function)
+    return _load_only_cfunc(function, signature, options)
 
 
 def _load_only_cfunc(function, signature, options: dict):
