@@ -54,6 +54,12 @@ Two questions, asked after a look that ended ``inconclusive``:
   inconclusive hier6 seeds). A failing fit's MCSE of the mean is taken at the other
   side's SD (an agreeing pair's SDs are equal; a poorly mixed fit's own SD is off).
 
+  Heavy tails: once every R-hat passes, an open D or R also asks for the draws
+  with which that parameter's mean or SD is a reliable estimate at all under its tail
+  (:func:`tail_khat` of both fits' draws pooled, :func:`tail_draws`); a parameter without
+  a variance (k̂ ≥ 0.5) has an R no number of draws decides, and the scope stops
+  (docs/RULE.md, "Heavy tails").
+
 The draw cap per look, asking for the cap when a projection exceeds it by little, at
 most 4× growth for a PyMC fit that needed a divergence retry, and the last look a budget
 pays for when the planned one is over it but the minimal projection (``minimal=True``:
@@ -139,6 +145,44 @@ def diagnose(draws: dict[str, np.ndarray], names: list[str], gate_failures: list
         if math.isfinite(z) and z >= SEPARATION_Z and ess >= USEFUL_CHAIN_ESS:
             return Diagnosis(SEPARATED_MODES, name, z, ess)
     return Diagnosis(SLOW_MIXING if gate_failures else CONVERGED, None, math.nan, math.nan)
+
+
+def tail_khat(x: np.ndarray) -> float:
+    """Pareto k̂ of the heavier tail of a parameter's draws (all chains, and the fits
+    given, pooled): ArviZ's generalized-Pareto fit of PSIS (``az.psislw``) to the
+    largest of the distinct |x − median|, given as log-weights. k̂ estimates 1/ν where
+    the moments below ν exist: ≥ 0.25 no fourth moment, ≥ 0.5 no variance, ≥ 1 no
+    mean. NaN for fewer than 100 distinct deviations (a constant or few-valued
+    parameter has no tail to fit)."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(x)):
+        return math.nan
+    # distinct deviations only: a Metropolis chain repeats its state after each
+    # rejection, and ties in the tail bias the fit (a Cauchy sample with every draw
+    # repeated 10 times: k̂ 0.40 instead of 0.95); a discrete parameter has few values
+    dev = np.unique(np.abs(x - np.median(x)))
+    dev = dev[dev > 0]
+    if dev.size < 100:
+        return math.nan
+    _, k = az.psislw(np.log(dev))
+    k = float(np.asarray(k))
+    return k if math.isfinite(k) else math.nan
+
+
+def tail_draws(khat: float, power: int) -> float:
+    """Draws with which a mean of x**``power`` (1: the mean, 2: the second moment, hence
+    the SD) is a reliable estimate when x's tail has Pareto k̂ ``khat``: the S with
+    power·k̂ < 1 − 1/log10(S) (the sample-size threshold of Vehtari et al., "Pareto
+    smoothed importance sampling", JMLR 2024; x**power has tail index power·k̂).
+    0 when no k̂ could be fitted or the tail is light (k̂ ≤ 0); ``inf`` at power·k̂ ≥ 1
+    (that moment does not exist: no number of draws estimates it). Examples: the SD
+    needs 316 draws at k̂ 0.3, 7,200 at 0.37, 35,000 at 0.39 and 1.8 million at 0.42."""
+    kk = power * khat
+    if not (math.isfinite(kk) and kk > 0):
+        return 0.0
+    if kk >= 1:
+        return math.inf
+    return 10.0 ** (1.0 / (1.0 - kk))
 
 
 @dataclass(frozen=True)
@@ -268,7 +312,9 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             grow: tuple[bool, bool], minimal: bool = False,
             costs: tuple[float, float] | None = None,
             caps: tuple[float, float] = (math.inf, math.inf),
-            floors: tuple[float, float] = (1.0, 1.0)) -> tuple[Projection, Projection]:
+            floors: tuple[float, float] = (1.0, 1.0),
+            tails: tuple[dict[str, float] | None, dict[str, float] | None] = (None, None),
+            ) -> tuple[Projection, Projection]:
     """(candidate, baseline) projections for the sides ``grow`` marks (the other gets
     factor 1, unless its own error alone keeps an interval undecided, or, with ``costs``
     known and both fits passing their gates, growing it too is cheaper: then both grow).
@@ -293,7 +339,16 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     be marked in ``grow``. Its error terms are taken at the floor's draws, so the other
     side is not grown to relieve an error the floor removes anyway: the allowance is
     planned from the floor (terms ÷ √floor, costs × floor, caps ÷ floor) and the
-    factors multiplied back."""
+    factors multiplied back.
+
+    ``tails`` (candidate, baseline): each parameter's :func:`tail_khat` for the draws of
+    that side (``None``: a side whose draws cannot grow, or not measured). Once both fits
+    pass their gates, an undecided D asks each side for the draws that make its mean a
+    reliable estimate under that tail, and an undecided R for those that make its SD one
+    (:func:`tail_draws`; with the margin, total draws over all chains): ``inf`` (a
+    parameter without a variance, k̂ ≥ 0.5, whose R is open) means no number of draws
+    decides it, and the scope stops (docs/RULE.md, "Heavy tails"). Also while a fit fails
+    only its ESS gates (every R-hat passes), then for each interval planned."""
     floors = tuple(f if math.isfinite(f) and f > 1 else 1.0 for f in floors)
     floors = tuple(min(f, cap) for f, cap in zip(floors, caps))
     if any(f > 1 and not g for f, g in zip(floors, grow)):
@@ -313,6 +368,9 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     # the favourable point only (d = 0, r = 1), as a floor; once both pass, at the cheaper
     # of the estimate and the favourable point (module docstring).
     trusted = result.gates_passed
+    # the tails' asks where every chain agrees with the others (R-hat passes): a fit short
+    # only of ESS has no transient's far draws to mistake for a tail
+    mixed = trusted or compare.max_rhat(result) <= rule.rhat_max
     # the split by cost only where both fits' errors can be trusted: while a fit fails
     # its gates its MCSE is not, and the draws that cure its gates were planned with
     # the interval's equal halves as slack (whole corpus at 340641e: gp_pois_regr's full
@@ -352,6 +410,19 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             continue
         d_state, r_state = compare.interval_states(c.d_interval, c.r_interval, rule)
         a, b = c.candidate, c.baseline
+        if mixed:
+            for power, state, what in ((1, d_state, "mean"), (2, r_state, "SD")):
+                for side, summary in ((0, a), (1, b)):
+                    k = (tails[side] or {}).get(c.parameter)
+                    have = summary.chains * summary.draws
+                    want = tail_draws(k, power) * margin if k is not None else 0.0
+                    if (state == "open" or (not trusted and state != "in")) and want > have:
+                        needs[side].append((want / have, (
+                            f"{c.parameter}: tail k-hat {k:.2f}: its {what} "
+                            + (f"needs {math.ceil(want)} draws in all, has {have}"
+                               if math.isfinite(want) else
+                               f"is not estimable (k-hat >= {1 / power:g}: the "
+                               f"{'mean' if power == 1 else 'variance'} does not exist)"))))
         if (d_state == "open" or (not trusted and d_state != "in")) and b.sd > 0:
             # half-widths in units of the baseline SD
             fav = 0.0 if not trusted else _clip(0.0, *c.d_interval)
@@ -395,5 +466,5 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     if not both and any(g and not math.isfinite(p.factor) for g, p in zip(grow, result_pair)):
         # the side that is not growing already has more error than an undecided interval
         # allows: both must grow (if that is infinite too, d or r sits on a boundary)
-        return project(result, rule, (True, True), minimal, costs, caps, floors)
+        return project(result, rule, (True, True), minimal, costs, caps, floors, tails)
     return result_pair

@@ -14,6 +14,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+import numpy as np
+
 from sandbox import Limits
 from sandbox import mode as sandbox_mode
 from workers import compare, looks
@@ -344,15 +346,29 @@ def _plan_look(main: compare.ScopeComparison, vs_ref: compare.ScopeComparison | 
     evidence["refit_seconds"] = {"lazyppl": round(_fit_seconds(lazy), 3),
                                  "pymc": round(_fit_seconds(pymc), 3)}
 
+    # the tails of the parameters a look plans for (both fits' draws pooled: an agreeing
+    # pair has one posterior; a heavier tail on one side shows in the pool), measured
+    # where every R-hat passes (a fit whose chains disagree may hold a transient's far
+    # draws): the draws that make a mean or an SD a reliable estimate (looks.tail_draws)
+    tails: dict[str, float] = {}
+    if compare.max_rhat(main) <= rule.rhat_max:
+        checks = [main] + ([vs_ref] if vs_ref is not None else [])
+        for name in dict.fromkeys(c.parameter for check in checks for c in check.comparisons
+                                  if c.verdict == compare.INCONCLUSIVE or not check.gates_passed):
+            k = looks.tail_khat(np.concatenate([np.ravel(lazy.draws[name]), np.ravel(pymc.draws[name])]))
+            if math.isfinite(k):
+                tails[name] = k
+        evidence["tail_khat"] = {name: round(k, 3) for name, k in tails.items()}
+
     def projections(minimal: bool) -> tuple[looks.Projection, looks.Projection]:
         if not ref_open:
-            return looks.project(main, rule, needing, minimal, costs, caps)
+            return looks.project(main, rule, needing, minimal, costs, caps, tails=(tails, tails))
         # PyMC grows for its check against the reference anyway: the comparison with
         # LazyPPL is planned from those draws (a floor), so LazyPPL is not grown to
         # relieve PyMC error that the reference's growth removes
-        p_ref, _ = looks.project(vs_ref, rule, (True, False), minimal)
+        p_ref, _ = looks.project(vs_ref, rule, (True, False), minimal, tails=(tails, None))
         p_lazy, p_pymc = looks.project(main, rule, (needing[0], True), minimal, costs, caps,
-                                       floors=(1.0, p_ref.factor))
+                                       floors=(1.0, p_ref.factor), tails=(tails, tails))
         return p_lazy, (p_ref if p_ref.factor >= p_pymc.factor else p_pymc)
 
     p_lazy, p_pymc = projections(False)

@@ -257,7 +257,7 @@ def plan_with(monkeypatch, factor: float, draws: int, seconds_left: float = 900.
     forced, kept = looks.Projection(factor, ("x: forced",)), looks.Projection(1.0, ())
     least = looks.Projection(factor if minimal_factor is None else minimal_factor, ("x: least",))
 
-    def project(result, rule, grow, minimal=False, costs=(1.0, 1.0), caps=(math.inf, math.inf)):
+    def project(result, rule, grow, minimal=False, costs=(1.0, 1.0), caps=(math.inf, math.inf), **_):
         p = least if minimal else forced
         return (p, kept) if grown else (kept, p)
 
@@ -524,9 +524,9 @@ def test_the_look_passes_each_sides_counted_work_and_caps(monkeypatch):
     seen = []
     real = looks.project
 
-    def spy(result, rule, grow, minimal=False, costs=(1.0, 1.0), caps=(math.inf, math.inf)):
+    def spy(result, rule, grow, minimal=False, costs=(1.0, 1.0), caps=(math.inf, math.inf), **kw):
         seen.append((costs, caps))
-        return real(result, rule, grow, minimal, costs, caps)
+        return real(result, rule, grow, minimal, costs, caps, **kw)
 
     monkeypatch.setattr(looks, "project", spy)
     lazy, pymc = _counted_fits(np.random.default_rng(3), 1.5, 20.0)
@@ -582,9 +582,9 @@ def test_without_counted_work_the_look_gives_each_side_half(monkeypatch):
     seen = []
     real = looks.project
 
-    def spy(result, rule, grow, minimal=False, costs=(1.0, 1.0), caps=(math.inf, math.inf)):
+    def spy(result, rule, grow, minimal=False, costs=(1.0, 1.0), caps=(math.inf, math.inf), **kw):
         seen.append(costs)
-        return real(result, rule, grow, minimal, costs, caps)
+        return real(result, rule, grow, minimal, costs, caps, **kw)
 
     monkeypatch.setattr(looks, "project", spy)
     rng = np.random.default_rng(3)
@@ -763,3 +763,108 @@ def test_a_looks_pymc_record_sums_the_phases_over_the_fits_attempts():
     bare = Fit("pymc", {"x": np.zeros((4, 10))}, timings=chosen, stats={})
     assert pymc_fit_record(bare) == {"compiled": False, "session_fit": None, "attempts": 1,
                                      **{k: chosen[k] for k in chosen}}
+
+
+
+# Heavy tails (docs/RULE.md, "Heavy tails"): an undecided mean or SD asks for the draws that
+# make it a reliable estimate under the parameter's tail; an SD without a variance, none.
+
+def test_tail_khat_tells_an_infinite_variance_tail_from_light_and_moderate_ones():
+    rng = np.random.default_rng(11)
+    assert looks.tail_khat(rng.standard_normal((4, 1000))) < 0.2
+    assert 0.2 < looks.tail_khat(rng.standard_t(3, (4, 4000))) < 0.45
+    assert looks.tail_khat(rng.standard_cauchy((4, 1000))) > 0.7
+    # a Metropolis chain's repeats (every state held 10 draws) do not hide the tail
+    assert looks.tail_khat(np.repeat(rng.standard_cauchy(1000), 10)) > 0.7
+    # no tail to fit: constant, two-valued, fewer than 100 distinct values
+    for x in (np.ones((4, 1000)), rng.integers(0, 2, (4, 1000)), rng.standard_cauchy(50)):
+        assert math.isnan(looks.tail_khat(x))
+
+
+def test_tail_draws_follow_the_sample_size_threshold():
+    # S with power * k < 1 - 1/log10(S)
+    for k, power in ((0.3, 2), (0.39, 2), (0.7, 1)):
+        need = looks.tail_draws(k, power)
+        assert math.isclose(power * k, 1 - 1 / math.log10(need), rel_tol=1e-9)
+    assert looks.tail_draws(0.5, 2) == looks.tail_draws(1.0, 1) == math.inf
+    assert looks.tail_draws(-0.1, 2) == looks.tail_draws(math.nan, 2) == 0.0
+    assert looks.tail_draws(0.2, 2) < 100 < 1e6 < looks.tail_draws(0.42, 2)
+
+
+def test_an_open_sd_ratio_asks_for_the_draws_its_tail_needs():
+    """R open, tail k-hat 0.39 (one_comp's K_m in posteriordb's reference draws): the SD
+    needs 35,112 draws in all, times the margin, of each side; 4 x 1,000 now."""
+    cand = summary(sd=1.1, mcse_sd=0.03)
+    base = summary(sd=1.0, mcse_sd=0.03)
+    c, result = one(cand, base)
+    assert c.verdict == compare.INCONCLUSIVE and compare.interval_states(
+        c.d_interval, c.r_interval, RULE) == ("in", "open")
+    without = looks.project(result, RULE, (True, True))
+    p_cand, p_base = looks.project(result, RULE, (True, True), tails=({"x": 0.39}, {"x": 0.39}))
+    want = looks.tail_draws(0.39, 2) * looks.MARGIN / 4000
+    assert max(without[0].factor, without[1].factor) < want
+    assert math.isclose(p_cand.factor, want) and math.isclose(p_base.factor, want)
+    assert "x: tail k-hat 0.39: its SD needs" in p_cand.reasons[0]
+    # a side not asked to grow grows for it; a side with no tail given does not
+    p_cand, p_base = looks.project(result, RULE, (True, False), tails=({"x": 0.39}, None))
+    assert math.isclose(p_cand.factor, want) and p_base.factor < want
+    # a light tail asks nothing more
+    assert looks.project(result, RULE, (True, True), tails=({"x": 0.1}, {"x": 0.1})) == without
+    # nor while a fit's chains disagree (R-hat fails: its far draws may be a transient's)
+    c_rhat, _ = one(summary(sd=1.1, mcse_sd=0.03, rhat=1.05), base)
+    failing = compare.ScopeComparison(c_rhat.verdict, "", ("R-hat of x 1.050 > 1.01",), (), (c_rhat,))
+    assert looks.project(failing, RULE, (True, True), tails=({"x": 0.39}, {"x": 0.39})) == \
+        looks.project(failing, RULE, (True, True))
+    # but a fit short only of ESS (one_comp's full scope: PyMC's tail ESS of V_m 394) asks
+    c_ess, _ = one(summary(sd=1.1, mcse_sd=0.03, ess=394.0), base)
+    short = compare.ScopeComparison(c_ess.verdict, "", ("tail ESS of x 394 < 400",), (), (c_ess,))
+    p_cand, p_base = looks.project(short, RULE, (True, False), tails=({"x": 0.39}, {"x": 0.39}))
+    assert math.isclose(p_cand.factor, want) and math.isclose(p_base.factor, want)
+    assert looks.project(short, RULE, (True, False), tails=({"x": 0.5}, {"x": 0.5}))[0].factor == math.inf
+
+
+def _pair(rng, y_lazy, y_pymc, x_shift=0.0, n=4000):
+    """A LazyPPL and a PyMC fit with parameters ``y`` (as given) and ``x`` (normal)."""
+    from workers.fit import Fit
+
+    lazy = Fit("lazyppl", {"y": y_lazy, "x": rng.standard_normal((4, n))},
+               stats={"chains": [{"evaluations": 30_000} for _ in range(4)]}, timings={"total": 2.0})
+    pymc = Fit("pymc", {"y": y_pymc, "x": x_shift + rng.standard_normal((4, n))},
+               sampler={"tune": 1000, "draws": n}, stats={"n_steps": [7.0] * 4}, timings={"total": 2.0})
+    return lazy, pymc
+
+
+def test_a_scope_undecided_on_a_parameter_without_a_variance_stops():
+    from workers import pipeline
+
+    rng = np.random.default_rng(5)
+    lazy, pymc = _pair(rng, rng.standard_cauchy((4, 4000)), rng.standard_cauchy((4, 4000)))
+    main = compare.compare_draws(lazy.draws, pymc.draws, ["x", "y"], RULE)
+    assert main.gates_passed and main.verdict == compare.INCONCLUSIVE
+    assert [c.parameter for c in main.comparisons if c.verdict == compare.INCONCLUSIVE] == ["y"]
+    evidence, stop, nxt = pipeline._plan_look(main, None, ["x", "y"], lazy, pymc, RULE,
+                                              {"pymc": 4000, "lazyppl": 4000}, 1e4)
+    assert stop is not None and stop.startswith("no number of")
+    assert "y: tail k-hat" in stop and "the variance does not exist" in stop
+    assert nxt == {"pymc": 4000, "lazyppl": 4000}
+    assert set(evidence["tail_khat"]) == {"y"} and evidence["tail_khat"]["y"] > 0.7
+    # the pooled k-hat in the evidence is re-derived from the stored draws
+    pooled = np.concatenate([lazy.draws["y"].ravel(), pymc.draws["y"].ravel()])
+    assert evidence["tail_khat"]["y"] == round(looks.tail_khat(pooled), 3)
+
+
+def test_light_tails_plan_as_before():
+    """A normal parameter undecided on its mean: the tails add nothing to the plan."""
+    from workers import pipeline
+
+    rng = np.random.default_rng(7)
+    lazy, pymc = _pair(rng, rng.standard_normal((4, 500)), rng.standard_normal((4, 500)),
+                       x_shift=0.15, n=500)
+    main = compare.compare_draws(lazy.draws, pymc.draws, ["x", "y"], RULE)
+    assert main.gates_passed and main.verdict == compare.INCONCLUSIVE
+    evidence, stop, nxt = pipeline._plan_look(main, None, ["x", "y"], lazy, pymc, RULE,
+                                              {"pymc": 500, "lazyppl": 500}, 1e4)
+    assert stop is None and max(nxt.values()) > 500
+    assert evidence["tail_khat"] and max(evidence["tail_khat"].values()) < 0.25
+    reasons = [r for p in evidence["projection"].values() for r in p["reasons"]]
+    assert reasons and not any("tail k-hat" in r for r in reasons)
