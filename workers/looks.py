@@ -342,13 +342,13 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     factors multiplied back.
 
     ``tails`` (candidate, baseline): each parameter's :func:`tail_khat` for the draws of
-    that side (``None``: a side whose draws cannot grow, or not measured). Once both fits
-    pass their gates, an undecided D asks each side for the draws that make its mean a
-    reliable estimate under that tail, and an undecided R for those that make its SD one
-    (:func:`tail_draws`; with the margin, total draws over all chains): ``inf`` (a
-    parameter without a variance, k̂ ≥ 0.5, whose R is open) means no number of draws
-    decides it, and the scope stops (docs/RULE.md, "Heavy tails"). Also while a fit fails
-    only its ESS gates (every R-hat passes), then for each interval planned."""
+    that side (``None``: a side whose draws cannot grow, or not measured). Where every
+    R-hat passes (both fits pass their gates, or one is short only of ESS), each D the
+    look plans for asks each side for the draws that make its mean a reliable estimate
+    under that tail, and each R for those that make its SD one (:func:`tail_draws`; with
+    the margin, total draws over all chains): ``inf`` (a parameter without a variance,
+    k̂ ≥ 0.5, whose R is planned for) means no number of draws decides it, and the scope
+    stops (docs/RULE.md, "Heavy tails")."""
     floors = tuple(f if math.isfinite(f) and f > 1 else 1.0 for f in floors)
     floors = tuple(min(f, cap) for f, cap in zip(floors, caps))
     if any(f > 1 and not g for f, g in zip(floors, grow)):
