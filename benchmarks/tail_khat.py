@@ -1,7 +1,8 @@
 """Pareto k̂ of every parameter's tail in posteriordb's reference draws (and, with
-``--audits``, in the fits of stored audits): which corpus posteriors the heavy-tail
-guard of the looks (``workers.looks.HEAVY_TAIL_K``, docs/RULE.md "Heavy tails") would
-flag. Prints one line per flagged parameter and a summary; ``--all`` prints every one.
+``--audits``, in the fits of stored audits), and the draws its SD needs to be a reliable
+estimate (``workers.looks.tail_draws``, docs/RULE.md "Heavy tails"): which corpus
+posteriors the looks' heavy-tail asks would touch. Prints one line per parameter whose SD
+needs more than a first look's 4 x 1,000 draws, and a summary; ``--all`` prints every one.
 
     .venv/bin/python benchmarks/tail_khat.py [--all] [--audits N]
 
@@ -18,6 +19,9 @@ import numpy as np
 
 from corpus import loader
 from workers import looks
+
+#: a first look's draws per fit (4 chains x 1,000)
+FIRST_LOOK = 4000
 
 
 def reference_khats() -> list[tuple[str, str, float]]:
@@ -63,10 +67,12 @@ def main() -> None:
     rows = reference_khats() + (audit_khats(args.audits) if args.audits else [])
     ks = np.array([k for _, _, k in rows if math.isfinite(k)])
     for where, param, k in rows:
-        if args.all or (math.isfinite(k) and k >= looks.HEAVY_TAIL_K):
-            print(f"{k:+.3f}  {where}  {param}")
-    print(f"{len(rows)} parameters, {ks.size} with a k-hat; flagged (>= {looks.HEAVY_TAIL_K}): "
-          f"{int((ks >= looks.HEAVY_TAIL_K).sum())}; >= 0.5: {int((ks >= 0.5).sum())}; "
+        need = looks.tail_draws(k, 2)
+        if args.all or need > FIRST_LOOK:
+            print(f"{k:+.3f}  SD needs {need:.3g} draws  {where}  {param}")
+    print(f"{len(rows)} parameters, {ks.size} with a k-hat; SD needs more than {FIRST_LOOK} "
+          f"draws: {sum(looks.tail_draws(k, 2) > FIRST_LOOK for k in ks)}; "
+          f"no variance (>= 0.5): {int((ks >= 0.5).sum())}; "
           f"quantiles 50/95/99 %: {np.quantile(ks, 0.5):+.3f} / {np.quantile(ks, 0.95):+.3f} / "
           f"{np.quantile(ks, 0.99):+.3f}")
 
