@@ -371,6 +371,11 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
     # the tails' asks where every chain agrees with the others (R-hat passes): a fit short
     # only of ESS has no transient's far draws to mistake for a tail
     mixed = trusted or compare.max_rhat(result) <= rule.rhat_max
+
+    def planned(state: str) -> bool:
+        """Whether an interval in ``state`` is planned for: an undecided one, or, while a
+        fit fails its gates (its d and r not trusted), any not already inside."""
+        return state == "open" or (not trusted and state != "in")
     # the split by cost only where both fits' errors can be trusted: while a fit fails
     # its gates its MCSE is not, and the draws that cure its gates were planned with
     # the interval's equal halves as slack (whole corpus at 340641e: gp_pois_regr's full
@@ -416,14 +421,14 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
                     k = (tails[side] or {}).get(c.parameter)
                     have = summary.chains * summary.draws
                     want = tail_draws(k, power) * margin if k is not None else 0.0
-                    if (state == "open" or (not trusted and state != "in")) and want > have:
+                    if planned(state) and want > have:
                         needs[side].append((want / have, (
                             f"{c.parameter}: tail k-hat {k:.2f}: its {what} "
                             + (f"needs {math.ceil(want)} draws in all, has {have}"
                                if math.isfinite(want) else
                                f"is not estimable (k-hat >= {1 / power:g}: the "
                                f"{'mean' if power == 1 else 'variance'} does not exist)"))))
-        if (d_state == "open" or (not trusted and d_state != "in")) and b.sd > 0:
+        if planned(d_state) and b.sd > 0:
             # half-widths in units of the baseline SD
             fav = 0.0 if not trusted else _clip(0.0, *c.d_interval)
             plans = [("favourable", fav, share * (rule.delta - abs(fav)))]
@@ -439,8 +444,7 @@ def project(result: compare.ScopeComparison, rule: compare.Rule,
             plan(terms, [(h * b.sd / rule.k,
                           f"{c.parameter}: D {c.d:+.3f} +- {width:.3f} -> +- {h:.3f} "
                           f"(planned at d = {at:+.3f}, {how})") for how, at, h in plans])
-        if ((r_state == "open" or (not trusted and r_state != "in"))
-                and a.sd > 0 and b.sd > 0 and c.r > 0):
+        if planned(r_state) and a.sd > 0 and b.sd > 0 and c.r > 0:
             log_r = math.log(c.r)
             log_ends = tuple(math.log(x) if x > 0 else -math.inf for x in c.r_interval)
             fav = 0.0 if not trusted else _clip(0.0, *log_ends)
