@@ -765,7 +765,6 @@ def test_a_looks_pymc_record_sums_the_phases_over_the_fits_attempts():
                                      **{k: chosen[k] for k in chosen}}
 
 
-
 # Heavy tails (docs/RULE.md, "Heavy tails"): an undecided mean or SD asks for the draws that
 # make it a reliable estimate under the parameter's tail; an SD without a variance, none.
 
