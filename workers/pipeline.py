@@ -173,6 +173,38 @@ def _attempt_timings(fit: Fit) -> list[dict]:
             if isinstance(a, dict) and isinstance(a.get("timings"), dict)]
 
 
+def _rerun_attempts(fit: Fit) -> list[dict]:
+    """The attempts of a PyMC fit that a refit with more draws (a later look, same seed)
+    runs again: from its last attempt's ``target_accept`` on, when every attempt before
+    that one diverged; else all of them (a refit starts at the first ``target_accept``).
+
+    Why an attempt that diverged can be skipped: nutpie's draws do not depend on how
+    many are asked for (a later look's first draws are exactly the earlier fit's, every
+    chain and parameter: ``benchmarks/refit_recompute.py``), so the same attempt with
+    more draws contains the same divergent transitions and would be retried again
+    (gp_pois_regr's visible scope, look 2: 0.9 and 0.95 sampled again for 23 s, with 186
+    and 31 divergences against 63 and 2 at look 1). Only for nutpie with one mass matrix
+    over all attempts (no fallback: a fallback is for that fit only). The refit returns
+    the fit a refit from the first ``target_accept`` returns, except when all of its
+    attempts diverge: the fewest-divergences choice is then made among those run."""
+    attempts = [a for a in fit.stats.get("attempts") or []
+                if isinstance(a, dict) and isinstance(a.get("divergences"), (int, float))
+                and isinstance(a.get("target_accept"), (int, float))]
+    if (len(attempts) < 2 or fit.sampler.get("backend") != "nutpie" or fit.sampler.get("fallbacks")
+            or len({a.get("mass_matrix") for a in attempts}) != 1
+            or not all(a["divergences"] > 0 for a in attempts[:-1])):
+        return attempts
+    return attempts[-1:]
+
+
+def _retry_start(fit: Fit | None, schedule: list[float]) -> int:
+    """Where in the ``target_accept`` schedule the refit of PyMC fit ``fit`` (None: a
+    first fit) starts: :func:`_rerun_attempts`' first one, else the beginning."""
+    rerun = _rerun_attempts(fit) if fit is not None else []
+    accept = float(rerun[0]["target_accept"]) if rerun else None
+    return schedule.index(accept) if accept in schedule else 0
+
+
 def pymc_fit_record(fit: Fit) -> dict:
     """What one PyMC fit of a look cost: whether its session compiled the program for it
     (first fit of this program on this data), its attempts (divergence retries included)
@@ -289,14 +321,14 @@ def _refit_work(fit: Fit) -> float:
 def _fit_seconds(fit: Fit) -> float:
     """Seconds a refit of this fit's kind costs per this many draws, checked against the
     wall budget (never used to plan the draws): a PyMC refit in the same session only
-    samples (its program stays compiled), every attempt of it: a refit starts again at
-    the first ``target_accept``, so a fit that needed divergence retries will likely need
-    them again (one_comp's full scope, look 1: the chosen attempt sampled 23 s, both
-    attempts 44 s); a LazyPPL fit reruns its cached binary, so the sandboxed run counts,
-    not a first fit's GHC compile (5-12 s cold)."""
+    samples (its program stays compiled), every attempt of it that the refit runs again
+    (:func:`_rerun_attempts`): a retry that did not skip the attempts that diverged will
+    likely need them again (one_comp's full scope, look 1: the chosen attempt sampled
+    23 s, both attempts 44 s); a LazyPPL fit reruns its cached binary, so the sandboxed
+    run counts, not a first fit's GHC compile (5-12 s cold)."""
     t = fit.timings
     if "session" in fit.stats:
-        attempts = _attempt_timings(fit)
+        attempts = [a["timings"] for a in _rerun_attempts(fit) if isinstance(a.get("timings"), dict)]
         sampled = (sum(_seconds(a.get("sample")) for a in attempts) if attempts
                    else _seconds(t.get("sample")))
         return sampled + 0.5
@@ -306,7 +338,10 @@ def _fit_seconds(fit: Fit) -> float:
 
 
 def _diverged(fit: Fit) -> bool:
-    """Whether any attempt of this PyMC fit (its divergence retries included) diverged."""
+    """Whether any attempt of this PyMC fit (its divergence retries included) diverged,
+    or it skipped target_accepts whose attempts diverged at the look before."""
+    if fit.stats.get("skipped_target_accepts"):
+        return True
     attempts = fit.stats.get("attempts") or []
     counts = [a.get("divergences") for a in attempts if isinstance(a, dict)]
     # the counts come from the child's output: anything but a number counts as none
@@ -480,14 +515,28 @@ def _asked_draws(plan: dict[str, looks.Projection], growing: list[str], fits: di
     return nxt, cost
 
 
-def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, seed: int,
-              limits: Limits) -> Fit:
+def accept_schedule(s: AuditSettings) -> list[float]:
+    """The ``target_accept`` values a PyMC fit tries in turn (the session's schedule)."""
     p = s.pymc
-    return session.fit(source, data, chains=p.chains, tune=p.tune, draws=draws,
-                       target_accept=p.target_accept, backend=p.backend, seed=seed,
-                       retry_target_accepts=tuple(p.retry_target_accepts),
-                       mass_matrix=p.mass_matrix, profile=p.profile,
-                       wall_seconds=limits.wall_seconds)
+    return [float(p.target_accept)] + [float(t) for t in p.retry_target_accepts
+                                       if t > p.target_accept]
+
+
+def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, seed: int,
+              limits: Limits, start: int = 0) -> Fit:
+    """``start``: index into :func:`accept_schedule` of the first attempt (a later look
+    skips the attempts that diverged at the earlier one: :func:`_rerun_attempts`)."""
+    p = s.pymc
+    schedule = accept_schedule(s)
+    start = min(max(0, start), len(schedule) - 1)
+    fit = session.fit(source, data, chains=p.chains, tune=p.tune, draws=draws,
+                      target_accept=schedule[start], backend=p.backend, seed=seed,
+                      retry_target_accepts=tuple(schedule[start + 1:]),
+                      mass_matrix=p.mass_matrix, profile=p.profile,
+                      wall_seconds=limits.wall_seconds)
+    if start:  # stored with the fit: it needed divergence retries, as before
+        fit.stats["skipped_target_accepts"] = schedule[:start]
+    return fit
 
 
 class _OwnSession:
@@ -582,13 +631,15 @@ def _run_scope(session, pymc_source: str, lazyppl_source: str, scope: str, data:
             # give the same draws again
             refit_pymc = pymc is None or pymc.n_draws != pymc_draws
             refit_lazy = lazy is None or lazy.n_draws != lazy_draws
+            # a later look's PyMC refit skips the target_accepts that diverged before
+            start = _retry_start(pymc, accept_schedule(s)) if refit_pymc else 0
             if refit_pymc:
                 progress("fit", scope=scope, language="pymc", look=look, draws=pymc_draws)
             if refit_lazy:
                 progress("fit", scope=scope, language="lazyppl", look=look, draws=lazy_draws)
             pymc, lazy = _both(
                 (lambda: _fit_pymc(session, pymc_source, data, s, pymc_draws, seeds["pymc"],
-                                   _limits(s, deadline))) if refit_pymc else (lambda f=pymc: f),
+                                   _limits(s, deadline), start)) if refit_pymc else (lambda f=pymc: f),
                 (lambda: _fit_lazyppl(lazyppl_source, data, s, lazy_draws, seeds["lazyppl"],
                                       _limits(s, deadline))) if refit_lazy else (lambda f=lazy: f))
             outcome.fits[("pymc", look)] = pymc
@@ -616,6 +667,8 @@ def _run_scope(session, pymc_source: str, lazyppl_source: str, scope: str, data:
                                 "refitted": [n for n, r in (("pymc", refit_pymc),
                                                             ("lazyppl", refit_lazy)) if r],
                                 **({"pymc_fit": pymc_fit_record(pymc)} if refit_pymc else {}),
+                                **({"pymc_first_target_accept": accept_schedule(s)[start]}
+                                   if start else {}),
                                 "verdict": verdict, "reason": reason,
                                 "seconds": round(time.monotonic() - t0, 3)})
             ev.update(comparison_evidence(main, ("lazyppl", "pymc")))

@@ -73,6 +73,35 @@ def test_an_audit_compiles_once_per_scope_data_and_its_looks_only_sample():
         assert all(r["compile"] == 0 for r in refits[1:])
 
 
+def test_a_later_look_starts_at_the_target_accept_that_passed_and_gets_todays_draws():
+    """issue 11: centred eight schools, nutpie, seed 1: 0.9 diverges (25 divergent
+    transitions in 2 x 200 draws), 0.95 passes. A later look (more draws, same seed)
+    starts at 0.95 (``pipeline._retry_start``): one attempt instead of two, the same draws
+    as a refit from 0.9 (the rule before), and the first look's draws are their prefix
+    (nutpie's draws do not depend on how many are asked for)."""
+    from workers.pipeline import _fit_pymc, _retry_start, accept_schedule
+
+    centred = (Path(__file__).resolve().parents[2] / "corpus" / "translations"
+               / "eight_schools-eight_schools_centered" / "model.py").read_text()
+    s = AuditSettings.model_validate({"pymc": {**QUICK, "backend": "nutpie"}})
+    limits = sandbox.Limits(cpu_seconds=300, memory_mb=4096, wall_seconds=120)
+    with PymcSession() as session:
+        first = _fit_pymc(session, centred, FULL, s, 200, 1, limits)
+        assert [(a["target_accept"], a["divergences"] > 0) for a in first.stats["attempts"]] \
+            == [(0.9, True), (0.95, False)]
+        start = _retry_start(first, accept_schedule(s))
+        assert start == 1
+        later = _fit_pymc(session, centred, FULL, s, 400, 1, limits, start)
+        before = _fit_pymc(session, centred, FULL, s, 400, 1, limits)  # from 0.9 again
+    assert [a["target_accept"] for a in later.stats["attempts"]] == [0.95]
+    assert later.stats["skipped_target_accepts"] == [0.9]  # it needed a retry, as before
+    assert [a["target_accept"] for a in before.stats["attempts"]] == [0.9, 0.95]
+    assert later.divergences == before.divergences == 0
+    for name in first.draws:
+        np.testing.assert_array_equal(later.draws[name], before.draws[name], err_msg=name)
+        np.testing.assert_array_equal(later.draws[name][:, :200], first.draws[name], err_msg=name)
+
+
 def test_a_fit_past_its_wall_clock_kills_the_child_and_the_next_fit_starts_another():
     slow = ("import pymc as pm\n\n\ndef model(data):\n    while True:\n        pass\n")
     with PymcSession() as session:

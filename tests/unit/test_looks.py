@@ -684,6 +684,47 @@ def test_a_pymc_refit_is_charged_every_attempt_of_the_fit():
     assert pipeline._fit_seconds(one) == pytest.approx(23.5)
 
 
+def test_a_later_look_skips_the_target_accepts_whose_attempts_diverged():
+    """issue 11: a nutpie fit's draws do not depend on how many are asked for, so an
+    attempt that diverged at one look diverges again with more draws; the next look's
+    refit starts at the fit's last target_accept when every attempt before it diverged,
+    and the budget prices only what it runs again. Not after a fallback (for that fit
+    only), another backend, or an attempt before the last that passed."""
+    from workers import pipeline
+    from workers.fit import Fit
+
+    def fit(attempts, backend="nutpie", **sampler):
+        return Fit("pymc", {}, sampler={"backend": backend, **sampler},
+                   stats={"session": {"fit": 0}, "attempts": [
+                       {"target_accept": a, "number": n, "mass_matrix": m, "divergences": d,
+                        "timings": {"sample": 10.0 * (n + 1)}}
+                       for n, (a, m, d) in enumerate(attempts)]})
+
+    schedule = [0.9, 0.95, 0.99]
+    retried = fit([(0.9, "low_rank", 63), (0.95, "low_rank", 2), (0.99, "low_rank", 0)])
+    assert pipeline._retry_start(retried, schedule) == 2
+    assert pipeline._fit_seconds(retried) == pytest.approx(30.5)  # the 0.99 attempt alone
+    assert pipeline._retry_start(fit([(0.95, "low_rank", 0)]), schedule) == 1  # stays there
+    assert pipeline._retry_start(fit([(0.9, "low_rank", 0)]), schedule) == 0
+    assert pipeline._retry_start(None, schedule) == 0
+    # a fit that skipped them still counts as one that needed a divergence retry (the
+    # 4x growth cap of a diverging PyMC fit applies as before)
+    skipped = fit([(0.95, "low_rank", 0)])
+    assert not pipeline._diverged(skipped)
+    skipped.stats["skipped_target_accepts"] = [0.9]
+    assert pipeline._diverged(skipped)
+    for other in (fit([(0.9, "low_rank", 5), (0.95, "low_rank", 0)], backend="numpyro"),
+                  fit([(0.9, "low_rank", 5), (0.95, "diag", 0)]),
+                  fit([(0.9, "low_rank", 5), (0.95, "low_rank", 1)],
+                      fallbacks=[{"mass_matrix": "diag"}])):
+        assert pipeline._retry_start(other, schedule) == 0
+        assert pipeline._fit_seconds(other) == pytest.approx(30.5)  # every attempt again
+    # an attempt before the last that passed (a chain collapse's retry): all again
+    assert pipeline._retry_start(fit([(0.9, "low_rank", 0), (0.9, "low_rank", 0)]), schedule) == 0
+    # a target_accept outside the schedule (other settings): from the start
+    assert pipeline._retry_start(fit([(0.8, "low_rank", 3), (0.85, "low_rank", 0)]), schedule) == 0
+
+
 
 def test_a_floor_plans_the_other_side_from_the_floors_draws():
     """PyMC grows 4x for its own check against a reference (a floor): the comparison with
