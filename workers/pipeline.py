@@ -21,6 +21,7 @@ from sandbox import mode as sandbox_mode
 from workers import compare, looks
 from workers.errors import AuditError, InvalidRequest, ResourceLimit
 from workers.fit import Fit, base_name
+from workers.pymc_runner import choice as choices
 from workers.settings import AuditSettings, derive_seed
 
 Progress = Callable[..., None]
@@ -166,10 +167,10 @@ def _seconds(value) -> float:
     return float(value) if ok and math.isfinite(value) and value >= 0 else 0.0
 
 
-def _attempt_timings(fit: Fit) -> list[dict]:
-    """The timings of each attempt of a PyMC fit (``stats["attempts"]``; a skipped or
-    stopped attempt has none)."""
-    return [a["timings"] for a in fit.stats.get("attempts") or []
+def _attempt_timings(attempts: list) -> list[dict]:
+    """The timings of each of a PyMC fit's attempts (``stats["attempts"]``, or some of
+    them; a skipped or stopped attempt has none)."""
+    return [a["timings"] for a in attempts
             if isinstance(a, dict) and isinstance(a.get("timings"), dict)]
 
 
@@ -214,7 +215,7 @@ def pymc_fit_record(fit: Fit) -> dict:
     compile 0 s although they compiled)."""
     session = fit.stats.get("session") or {}
     t = fit.timings
-    attempts = _attempt_timings(fit)
+    attempts = _attempt_timings(fit.stats.get("attempts") or [])
     phases = ({k: round(sum(_seconds(a.get(k)) for a in attempts), 4) for k in FIT_PHASES}
               if attempts else {k: t.get(k) for k in FIT_PHASES})
     record = {"compiled": bool(session.get("compiled")), "session_fit": session.get("fit"),
@@ -328,7 +329,7 @@ def _fit_seconds(fit: Fit) -> float:
     run counts, not a first fit's GHC compile (5-12 s cold)."""
     t = fit.timings
     if "session" in fit.stats:
-        attempts = [a["timings"] for a in _rerun_attempts(fit) if isinstance(a.get("timings"), dict)]
+        attempts = _attempt_timings(_rerun_attempts(fit))
         sampled = (sum(_seconds(a.get("sample")) for a in attempts) if attempts
                    else _seconds(t.get("sample")))
         return sampled + 0.5
@@ -516,10 +517,9 @@ def _asked_draws(plan: dict[str, looks.Projection], growing: list[str], fits: di
 
 
 def accept_schedule(s: AuditSettings) -> list[float]:
-    """The ``target_accept`` values a PyMC fit tries in turn (the session's schedule)."""
-    p = s.pymc
-    return [float(p.target_accept)] + [float(t) for t in p.retry_target_accepts
-                                       if t > p.target_accept]
+    """The ``target_accept`` values a PyMC fit of these settings tries in turn (the
+    session's schedule)."""
+    return choices.accept_schedule(s.pymc.target_accept, s.pymc.retry_target_accepts)
 
 
 def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, seed: int,
@@ -622,6 +622,7 @@ def _run_scope(session, pymc_source: str, lazyppl_source: str, scope: str, data:
                                      "looks": []})
     ev = outcome.evidence
     pymc_draws, lazy_draws = s.pymc.draws, s.lazyppl.draws
+    schedule = accept_schedule(s)
     pymc: Fit | None = None
     lazy: Fit | None = None
     try:
@@ -632,7 +633,7 @@ def _run_scope(session, pymc_source: str, lazyppl_source: str, scope: str, data:
             refit_pymc = pymc is None or pymc.n_draws != pymc_draws
             refit_lazy = lazy is None or lazy.n_draws != lazy_draws
             # a later look's PyMC refit skips the target_accepts that diverged before
-            start = _retry_start(pymc, accept_schedule(s)) if refit_pymc else 0
+            start = _retry_start(pymc, schedule) if refit_pymc else 0
             if refit_pymc:
                 progress("fit", scope=scope, language="pymc", look=look, draws=pymc_draws)
             if refit_lazy:
@@ -667,7 +668,7 @@ def _run_scope(session, pymc_source: str, lazyppl_source: str, scope: str, data:
                                 "refitted": [n for n, r in (("pymc", refit_pymc),
                                                             ("lazyppl", refit_lazy)) if r],
                                 **({"pymc_fit": pymc_fit_record(pymc)} if refit_pymc else {}),
-                                **({"pymc_first_target_accept": accept_schedule(s)[start]}
+                                **({"pymc_first_target_accept": schedule[start]}
                                    if start else {}),
                                 "verdict": verdict, "reason": reason,
                                 "seconds": round(time.monotonic() - t0, 3)})

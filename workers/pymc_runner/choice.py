@@ -210,6 +210,13 @@ def _fallback(choice: dict, to: dict, reason: str, collapsed: list[int] = (),
             "collapsed_chains": list(collapsed), **extra, "reason": reason}
 
 
+def accept_schedule(target_accept: float, retry_target_accepts) -> list[float]:
+    """The ``target_accept`` values a fit tries in turn: the first, then each retry above
+    it (a retry at or below it is dropped)."""
+    return [float(target_accept)] + [float(t) for t in retry_target_accepts
+                                     if t > target_accept]
+
+
 def after_attempt(stats: dict, draws: int, position: int, accepts: int,
                   choice: dict | None, requested: dict | None = None
                   ) -> tuple[int | None, dict | None]:

@@ -262,8 +262,7 @@ class PymcSession:
         runner.check_settings(chains, tune, draws, target_accept, backend, mass_matrix, cores)
         verify(source, profiles.get(profile))
         wall = float(wall_seconds if wall_seconds is not None else self.limits.wall_seconds)
-        schedule = [float(target_accept)] + [float(t) for t in retry_target_accepts
-                                             if t > target_accept]
+        schedule = choices.accept_schedule(target_accept, retry_target_accepts)
         job = {"source": source, "data": data, "profile": profile,
                "chains": int(chains), "tune": int(tune), "draws": int(draws),
                "backend": backend, "seed": int(seed),
