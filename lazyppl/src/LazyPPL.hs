@@ -47,6 +47,11 @@ module LazyPPL
   , NoValidStart (..)
   , sampleChains
   , runChain
+    -- * Continuing chains (a later look's draws, docs/ARCHITECTURE.md)
+  , Checkpoint
+  , BadCheckpoint (..)
+  , continueChain
+  , sampleChainsFrom
   ) where
 
 import Numeric.Log (Log (..))

@@ -109,3 +109,53 @@ spec = do
       `shouldBe` True
     r3 <- runHarnessOn eightSchools (input [("thin", A.toJSON (0 :: Int))])
     either (\e -> case e of InputFailure _ -> True; _ -> False) (const False) r3 `shouldBe` True
+  describe "continuing chains from their checkpoints" $ do
+    let chainsOf o = case KM.lookup "chains" o of
+          Just (A.Array cs) -> V.toList cs
+          _ -> []
+        field k (A.Object co) = KM.lookup k co
+        field _ _ = Nothing
+        rowsOf c = case field "draws" c of
+          Just (A.Array rs) -> V.toList rs
+          _ -> []
+        checkpointsOf o = [cp | c <- chainsOf o, Just cp <- [field "checkpoint" c]]
+        stats c = [field k c | k <- ["acceptance", "evaluations", "invalid_weights", "init_tries", "tuning"]]
+        first overrides = run eightSchools (input (("checkpoint", A.Bool True) : overrides)) >>= success
+        more cps overrides = run eightSchools (input ([("draws", A.toJSON (120 :: Int)), ("resume", A.toJSON cps)
+                                                       , ("budget_draws", A.toJSON (50 :: Int))] ++ overrides))
+        inputFailure prefix r = case r of
+          Left (InputFailure msg) | prefix `isPrefixOf` msg -> return ()
+          other -> expectationFailure ("expected an input failure starting " ++ show prefix ++ ", got " ++ show other)
+    mapM_ (\kernel -> it ("gives a fresh run's later draws and statistics (kernel " ++ show kernel ++ ")") $ do
+      a <- first [("kernel", kernel)]
+      length (checkpointsOf a) `shouldBe` 3
+      b <- more (checkpointsOf a) [("kernel", kernel)] >>= success
+      fresh <- run eightSchools (input [ ("kernel", kernel), ("draws", A.toJSON (120 :: Int))
+                                       , ("budget_draws", A.toJSON (50 :: Int))]) >>= success
+      map (length . rowsOf) (chainsOf b) `shouldBe` [70, 70, 70]
+      map rowsOf (chainsOf fresh) `shouldBe` zipWith (++) (map rowsOf (chainsOf a)) (map rowsOf (chainsOf b))
+      map stats (chainsOf b) `shouldBe` map stats (chainsOf fresh)
+      KM.lookup "budget_draws" b `shouldBe` Just (A.toJSON (50 :: Int)))
+      ["default", "mh", "pcn"]
+    it "refuses a checkpoint of other settings, another chain or another program" $ do
+      a <- first []
+      let cps = checkpointsOf a
+      more cps [("seed", A.toJSON (43 :: Int))] >>= inputFailure "the checkpoint is of another chain"
+      more (reverse cps) [] >>= inputFailure "the checkpoint is of another chain"
+      more cps [("thin", A.toJSON (3 :: Int))] >>= inputFailure "the checkpoint is of another chain"
+      more cps [("budget_draws", A.toJSON (60 :: Int))] >>= inputFailure "the checkpoint is of another chain"
+      more cps [("draws", A.toJSON (50 :: Int))] >>= inputFailure "the checkpoint is not before"
+      let other d = do
+            mu <- sample (normal 0 6)
+            _ <- sample (halfCauchy 5)
+            _ <- replicateM (int "J" d) (sample (normal 0 1))
+            return (draw [scalar "mu" mu])
+      run other (input [ ("draws", A.toJSON (120 :: Int)), ("resume", A.toJSON cps)
+                       , ("budget_draws", A.toJSON (50 :: Int))])
+        >>= inputFailure "the checkpoint's state does not reproduce"
+    it "refuses unreadable checkpoints and a wrong number of them" $ do
+      a <- first []
+      let cps = checkpointsOf a
+      more (take 2 cps) [] >>= inputFailure "\"resume\" must hold one checkpoint per chain"
+      more (A.String "Checkpoint {}" : drop 1 cps) [] >>= inputFailure "chain 1's checkpoint is not readable"
+      more (A.toJSON (1 :: Int) : drop 1 cps) [] >>= inputFailure "chain 1's checkpoint must be a string"

@@ -321,8 +321,24 @@ spec = do
       rs <- sampleChains (settings 23) halfSpace
       all (\r -> crInvalidWeights r > 0 && crInvalidWeights r < crEvaluations r) rs `shouldBe` True
       agrees (sqrt (2 / pi), sqrt (1 - 2 / pi)) (map crDraws rs)
+
+  describe "a chain continued from its checkpoint (shown and read back)" $ do
+    let s0 = (transportSettings 47) {ssDraws = 40, ssBudgetDraws = Just 40}
+        s1 = s0 {ssDraws = 100}
+    firsts <- runIO (sampleChainsFrom s0 (repeat Nothing) (hierTau hierYs))
+    let cps = map (Just . read . show . snd) firsts
+    continued <- runIO (sampleChainsFrom s1 cps (hierTau hierYs))
+    fresh <- runIO (sampleChains s1 (hierTau hierYs))
+    it "has transported hyper moves to carry over" $
+      all (\(r, _) -> lookup "transport_hypers" (crTuning r) == Just 2) firsts `shouldBe` True
+    it "gives the fresh run's later draws" $
+      map (crDraws . fst) continued `shouldBe` map (drop 40 . crDraws) fresh
+    it "ends with the fresh run's statistics" $
+      map (\(r, _) -> (crAcceptance r, crEvaluations r, crTuning r)) continued
+        `shouldBe` map (\r -> (crAcceptance r, crEvaluations r, crTuning r)) fresh
   where
     transposeDraws ds = foldr (zipWith (:)) (repeat []) (map (concatMap fieldValues . drawFields) ds)
+
 
 -- | Smallest bulk effective sample size (mean and SD) a fit must reach for
 -- the reference check to be able to see a 10% error in an SD: the check's
@@ -374,3 +390,4 @@ data Ref = Ref Double Double Double
 
 instance A.FromJSON Ref where
   parseJSON = A.withObject "reference" $ \o -> Ref <$> o A..: "mean" <*> o A..: "sd" <*> o A..: "n"
+

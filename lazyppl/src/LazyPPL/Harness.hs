@@ -27,10 +27,12 @@ import qualified Data.Aeson.KeyMap as KM
 import qualified Data.ByteString.Lazy as BL
 import qualified Data.Scientific as S
 import qualified Data.Text as T
+import Data.Maybe (fromMaybe)
 import Data.Word (Word64)
 import GHC.Clock (getMonotonicTime)
 import System.Exit (ExitCode (..), exitWith)
 import System.IO (hPutStrLn, hSetBinaryMode, stderr, stdin, stdout)
+import Text.Read (readMaybe)
 
 import LazyPPL
 import LazyPPL.Bridge
@@ -65,18 +67,20 @@ runHarness model = do
 runHarnessOn :: (Data -> Meas Draw) -> BL.ByteString -> IO (Either HarnessFailure BL.ByteString)
 runHarnessOn model input = case parseInput input of
   Left msg -> return (Left (InputFailure msg))
-  Right (d, settings, kernelLabel) -> do
+  Right (d, settings, kernelLabel, resumes, withCheckpoints) -> do
     t0 <- getMonotonicTime
-    result <- try (sampleChains settings (model d))
+    result <- try (sampleChainsFrom settings resumes (model d))
     t1 <- getMonotonicTime
     case result of
       Left e
+        | Just (BadCheckpoint msg) <- fromException e -> return (Left (InputFailure msg))
         | isUserError e -> return (Left (UserFailure (userMessage e)))
         | otherwise -> throwIO e
-      Right chains -> return $ case checkLayouts chains of
+      Right ran -> let chains = map fst ran in return $ case checkLayouts chains of
         Left msg -> Left (UserFailure msg)
         Right (names, layout) ->
-          Right (encodeOutput settings kernelLabel (t1 - t0) names layout chains)
+          let checkpoints = if withCheckpoints then Just (map snd ran) else Nothing
+          in Right (encodeOutput settings kernelLabel (t1 - t0) names layout chains checkpoints)
 
 -- | Exceptions that mean the user's program (or its data) is at fault.
 isUserError :: SomeException -> Bool
@@ -122,7 +126,10 @@ checkLayouts chains = case concatMap crDraws chains of
     layoutOf dr = [(fieldName f, fieldShape f) | f <- drawFields dr]
     describe l = unwords [n ++ show sh | (n, sh) <- l]
 
-parseInput :: BL.ByteString -> Either String (Data, SamplerSettings, String)
+-- | The data, the sampler settings, the kernel's label, a checkpoint per
+-- chain to continue from (@"resume"@: the strings of an earlier run's
+-- @"checkpoint"@s; else none) and whether to write the chains' checkpoints.
+parseInput :: BL.ByteString -> Either String (Data, SamplerSettings, String, [Maybe Checkpoint], Bool)
 parseInput bytes = do
   v <- either (Left . ("not JSON: " ++)) Right (A.eitherDecode bytes)
   o <- case v of
@@ -133,6 +140,7 @@ parseInput bytes = do
   chains <- intField o "chains" 1 1 256
   warmup <- intField o "warmup" 0 0 maxBound
   draws <- intField o "draws" 1 1 maxBound
+  budgetDraws <- intField o "budget_draws" draws 1 maxBound
   thin <- intField o "thin" 1 1 maxBound
   tries <- intField o "max_init_tries" 1000 1 maxBound
   kernelLabel <- case KM.lookup "kernel" o of
@@ -147,8 +155,23 @@ parseInput bytes = do
     "mhirreducible" -> Right (UpstreamIrreducible p q)
     "pcn" -> Right PCNKernel
     other -> Left ("unknown kernel " ++ show other ++ " (default, mh, mhirreducible, pcn)")
-  return (d, SamplerSettings kernel chains warmup draws thin seed tries, kernelLabel)
+  withCheckpoints <- case KM.lookup "checkpoint" o of
+    Nothing -> Right False
+    Just (A.Bool b) -> Right b
+    Just _ -> Left "\"checkpoint\" must be true or false"
+  resumes <- case KM.lookup "resume" o of
+    Nothing -> Right (replicate chains Nothing)
+    Just (A.Array arr)
+      | length arr /= chains -> Left "\"resume\" must hold one checkpoint per chain"
+      | otherwise -> mapM checkpointOf (zip [1 :: Int ..] (foldr (:) [] arr))
+    Just _ -> Left "\"resume\" must be a list of checkpoints"
+  return ( d, SamplerSettings kernel chains warmup draws thin seed tries (Just budgetDraws)
+         , kernelLabel, resumes, withCheckpoints )
   where
+    checkpointOf (k, A.String t) = case readMaybe (T.unpack t) of
+      Just cp -> Right (Just cp)
+      Nothing -> Left ("chain " ++ show k ++ "'s checkpoint is not readable")
+    checkpointOf (k, _) = Left ("chain " ++ show k ++ "'s checkpoint must be a string")
     number o key = case KM.lookup (K.fromString key) o of
       Nothing -> Right Nothing
       Just (A.Number n) -> Right (Just n)
@@ -176,22 +199,24 @@ parseInput bytes = do
           | let x = S.toRealFloat n, x > 0, x <= 1 -> Right x
           | otherwise -> Left (show key ++ " must be in (0, 1]")
 
-encodeOutput :: SamplerSettings -> String -> Double -> [String] -> Layout -> [ChainResult Draw] -> BL.ByteString
-encodeOutput s kernelLabel seconds names layout chains =
+encodeOutput :: SamplerSettings -> String -> Double -> [String] -> Layout -> [ChainResult Draw] -> Maybe [Checkpoint] -> BL.ByteString
+encodeOutput s kernelLabel seconds names layout chains checkpoints =
   E.encodingToLazyByteString $ A.pairs $
     "names" A..= names
       <> E.pair "shapes" (E.pairs (mconcat [K.fromString n A..= shape | (n, shape) <- layout]))
-      <> E.pair "chains" (E.list chainEncoding chains)
+      <> E.pair "chains" (E.list chainEncoding (zip chains (maybe (map (const Nothing) chains) (map Just) checkpoints)))
       <> "kernel" A..= kernelLabel
       <> "warmup" A..= ssWarmup s
       <> "draws" A..= ssDraws s
+      <> "budget_draws" A..= fromMaybe (ssDraws s) (ssBudgetDraws s)
       <> "thin" A..= ssThin s
       <> "seed" A..= ssSeed s
       <> "seconds" A..= seconds
   where
-    chainEncoding c =
+    chainEncoding (c, cp) =
       A.pairs $
         E.pair "draws" (E.list (A.toEncoding . concatMap fieldValues . drawFields) (crDraws c))
+          <> maybe mempty (\k -> "checkpoint" A..= show k) cp
           <> "acceptance" A..= crAcceptance c
           <> "evaluations" A..= crEvaluations c
           <> "invalid_weights" A..= crInvalidWeights c

@@ -6,7 +6,7 @@
 -- The sampler evaluates a model tens of thousands of times per chain, so the
 -- solver dominates such a model's run time: 'dormandPrince' keeps its state
 -- unboxed and strict (the Lotka–Volterra solve 3× faster than the same method
--- written with lazy lists; @benchmarks/lazyppl_ode.py@).
+-- written with lazy lists; @benchmarks/ode_accuracy.py --lazyppl@).
 --
 -- > let rhs _ [u, v] = [(alpha - beta * v) * u, (-gamma + delta * u) * v]
 -- >     rhs _ _ = error "two components"

@@ -96,6 +96,7 @@ data Tuning = Tuning
   , tuTries :: !(U.Vector Int)
     -- ^ proposals per kernel since the last reweighting
   }
+  deriving (Show, Read)
 
 -- | Initial mixture weights of the covariance walk, Gaussian autoregressive,
 -- single-site, pCN and prior-redraw proposals and the slice update.  The

@@ -13,8 +13,12 @@ module LazyPPL.Internal.Chain
   , defaultSettings
   , ChainResult (..)
   , NoValidStart (..)
+  , Checkpoint
+  , BadCheckpoint (..)
   , runChain
+  , continueChain
   , sampleChains
+  , sampleChainsFrom
   ) where
 
 import Control.Concurrent (forkIO, killThread)
@@ -23,7 +27,7 @@ import Control.DeepSeq (NFData (..), force)
 import Control.Exception (Exception, SomeException, evaluate, throw, throwIO, try)
 import qualified Data.IntMap.Strict as IM
 import Data.List (maximumBy, sortBy)
-import Data.Maybe (isJust, isNothing, listToMaybe)
+import Data.Maybe (fromMaybe, isJust, isNothing, listToMaybe)
 import Data.Ord (Down (..), comparing)
 import qualified Data.Vector.Unboxed as U
 import Data.Word (Word64)
@@ -77,13 +81,18 @@ data SamplerSettings = SamplerSettings
   , ssSeed :: !Word64
   , ssMaxInitTries :: !Int
     -- ^ fresh prior trees tried before giving up on a starting state
+  , ssBudgetDraws :: !(Maybe Int)
+    -- ^ the kept draws the multi-start searches' budget is reckoned from
+    -- ('Nothing': 'ssDraws').  A run that a later one continues
+    -- ('continueChain') and a fresh run of the later one's draws give the
+    -- same chain only if both reckon from the same draws.
   }
   deriving (Eq, Show)
 
 -- | The recommended settings: 4 chains of the adaptive kernel, 4000 warm-up
 -- iterations, 1000 draws thinned by 10, seed 0, 1000 start tries.
 defaultSettings :: SamplerSettings
-defaultSettings = SamplerSettings AdaptiveKernel 4 4000 1000 10 0 1000
+defaultSettings = SamplerSettings AdaptiveKernel 4 4000 1000 10 0 1000 Nothing
 
 -- | What one chain produced.
 data ChainResult a = ChainResult
@@ -114,12 +123,59 @@ instance Exception NoValidStart
 
 -- | Per-kernel post-warm-up statistics: proposals and acceptances.
 data Counters = Counters !(U.Vector Int) !(U.Vector Int)
+  deriving (Show, Read)
+
+-- | Where a chain stopped after its kept draws: all a later run needs to go
+-- on with the same chain, giving exactly the draws a fresh run of more
+-- draws would give after these (same seed, settings and budget draws).
+-- Warm-up has ended, so the tuning is frozen; the program's value at the
+-- state is not kept but recomputed from the sites, which also checks the
+-- checkpoint against the program.  Serialised with 'show' and 'read'
+-- (Doubles round-trip exactly).
+data Checkpoint = Checkpoint
+  { cpChain :: !Int
+  , cpSeed :: !Word64
+  , cpKernel :: !String
+    -- ^ 'show' of the kernel choice
+  , cpWarmup :: !Int
+  , cpThin :: !Int
+  , cpBudgetTotal :: !Int
+    -- ^ iterations the multi-start budget was reckoned from
+  , cpIteration :: !Int
+    -- ^ iterations done, warm-up included
+  , cpGen :: !Gen
+  , cpSites :: !Sites
+  , cpLogWeight :: !Double
+  , cpTuning :: !Tuning
+  , cpCounters :: !Counters
+  , cpEvaluations :: !Int
+  , cpInvalid :: !Int
+  , cpTries :: !Int
+  , cpStartTuning :: [(String, Double)]
+  }
+  deriving (Show, Read)
+
+-- | A checkpoint that does not belong to this chain, these settings or this
+-- program.
+newtype BadCheckpoint = BadCheckpoint String
+  deriving (Show)
+
+instance Exception BadCheckpoint
 
 -- | Run chain number @c@ (0-based) to completion.  Pure; forcing it may throw
 -- the program's own exceptions or 'NoValidStart'.
 runChain :: NFData a => SamplerSettings -> Meas a -> Int -> ChainResult a
-runChain s m c =
-  case startState m (ssMaxInitTries s) g0 of
+runChain s m c = fst (continueChain s m c Nothing)
+
+-- | Run chain number @c@ to 'ssDraws' kept draws, from its start or from a
+-- checkpoint of an earlier run of it with fewer draws (then the result holds
+-- only the draws after the checkpoint's, and its statistics cover the whole
+-- chain), with the checkpoint at its end.  Forcing it may also throw
+-- 'BadCheckpoint'.
+continueChain :: NFData a => SamplerSettings -> Meas a -> Int -> Maybe Checkpoint -> (ChainResult a, Checkpoint)
+continueChain s m c resumeFrom = case resumeFrom of
+  Just cp -> fromCheckpoint cp
+  Nothing -> case startState m (ssMaxInitTries s) g0 of
     Left tries -> throw (NoValidStart tries)
     Right (st0, tries, g1) ->
       let start = Start st0 tries tries (tries - 1) []
@@ -140,6 +196,37 @@ runChain s m c =
     warmup = max 0 (ssWarmup s)
     total = warmup + max 0 (ssDraws s) * max 1 (ssThin s)
     thin = max 1 (ssThin s)
+    -- the multi-start searches' budget: reckoned from 'ssBudgetDraws' so
+    -- that a continued chain and a fresh one of more draws search alike
+    budgetTotal = warmup + max 0 (fromMaybe (ssDraws s) (ssBudgetDraws s)) * thin
+
+    -- the pickers of the two loops: the adaptive mixture, or one fixed kernel
+    fixedPick ki k t g = (ki, k t, g)
+    resumeLoop = case ssKernel s of
+      PCNKernel -> loop (fixedPick 3 (\t -> Crank (tuBeta t))) True (Schedule warmup [])
+      UpstreamMH p -> loop (fixedPick 4 (const (PriorRedraw p))) False (Schedule warmup [])
+      UpstreamIrreducible p q -> loop (fixedPick 4 (const (Restart q p))) False (Schedule warmup [])
+      _ -> loop chooseKernel True (schedule warmup)
+
+    -- go on from a checkpoint of this chain: its state re-evaluated from its
+    -- sites (the same program reads the same sites and gives the same
+    -- weight), after warm-up, so only the frozen kernels run
+    fromCheckpoint cp
+      | cpChain cp /= c || cpSeed cp /= ssSeed s || cpKernel cp /= show (ssKernel s)
+          || cpWarmup cp /= warmup || cpThin cp /= thin || cpBudgetTotal cp /= budgetTotal =
+          throw (BadCheckpoint "the checkpoint is of another chain or other sampler settings")
+      | cpIteration cp < warmup || (cpIteration cp - warmup) `mod` thin /= 0 =
+          throw (BadCheckpoint "the checkpoint is not at a kept draw after warm-up")
+      | cpIteration cp >= total =
+          throw (BadCheckpoint "the checkpoint is not before the draws asked for")
+      | evSites ev /= cpSites cp || evLogWeight ev /= cpLogWeight cp =
+          throw (BadCheckpoint "the checkpoint's state does not reproduce with this program")
+      | otherwise =
+          let st = ChainState (evSites ev) (evLogWeight ev) (evValue ev)
+              start = Start st (cpTries cp) (cpEvaluations cp) (cpInvalid cp) (cpStartTuning cp)
+          in resumeLoop (cpIteration cp) (cpCounters cp) (cpTuning cp) start (cpGen cp)
+      where
+        ev = eval (ssSeed s) (cpSites cp)
 
     -- Laplace initialisation (smooth, not too many sites, real warm-up),
     -- then the windowed adaptive mixture.
@@ -157,7 +244,7 @@ runChain s m c =
           -- "LazyPPL.Internal.MultiStart")
           -- when the own search found a mode, or to rescue a start whose
           -- own search failed
-          multiFrom = multiStart eval lapSeed lapBudget (total `div` multiStartShare) lapEvals
+          multiFrom = multiStart eval lapSeed lapBudget (budgetTotal `div` multiStartShare) lapEvals
                         (U.fromList (IM.keys (csSites st0)))
           multi = case (approx0, modeEval0) of
             (Just ap, Just ev) | validLogWeight (evLogWeight ev) -> Just (multiFrom (Just (ap, evLogWeight ev)))
@@ -188,17 +275,25 @@ runChain s m c =
           t0 = initialTuning (csSites st1) approx
           t0' = (maybe t0 (\sh -> setSliceShare sh t0 {tuSliceOverride = Just sh}) sliceOverride)
                   {tuTransportOverride = transportOverride}
-      in loop chooseKernel True (schedule warmup) t0' start' g2
+      in loop chooseKernel True (schedule warmup) 0 zeroCounters t0' start' g2
 
     fixedKernel ki k adaptIt start g1 =
-      let pick t g = (ki, k t, g)
-      in loop pick adaptIt (Schedule warmup []) (initialTuning (csSites (stState start)) Nothing) start g1
+      loop (fixedPick ki k) adaptIt (Schedule warmup []) 0 zeroCounters
+           (initialTuning (csSites (stState start)) Nothing) start g1
 
-    loop pick adapting sched t0 start g1 =
-      go 0 t0 (stState start) g1 [] (windowSitesOf (stState start)) (stEvaluations start) (stInvalid start) zeroCounters []
+    -- iterations from @it0@ (0, or a checkpoint's) to 'total'
+    loop pick adapting sched it0 counters0 t0 start g1 =
+      go it0 t0 (stState start) g1 [] (windowSitesOf (stState start)) (stEvaluations start) (stInvalid start) counters0 []
       where
         go !it !t !st !g !window !wsites !evals !invalid !counters !kept
-          | it >= total = finish t counters (reverse kept) evals invalid start
+          | it >= total =
+              ( finish t counters (reverse kept) evals invalid start
+              , Checkpoint { cpChain = c, cpSeed = ssSeed s, cpKernel = show (ssKernel s)
+                           , cpWarmup = warmup, cpThin = thin, cpBudgetTotal = budgetTotal
+                           , cpIteration = it, cpGen = g, cpSites = csSites st
+                           , cpLogWeight = csLogWeight st, cpTuning = t, cpCounters = counters
+                           , cpEvaluations = evals, cpInvalid = invalid, cpTries = stTries start
+                           , cpStartTuning = stTuning start } )
           | otherwise =
               let (ki, kernel, g') = pick t g
                   (st', outcome, stepEvals, stepBad, g'') = step t kernel g' st
@@ -439,17 +534,25 @@ approximationSites ap = IM.fromList (zip (U.toList (apSites ap)) (U.toList (apMe
 -- order.  If a chain throws, the others are stopped and the exception of the
 -- lowest-numbered failing chain is re-thrown.
 sampleChains :: NFData a => SamplerSettings -> Meas a -> IO [ChainResult a]
-sampleChains s m = do
-  vars <- mapM start [0 .. max 1 (ssChains s) - 1]
+sampleChains s m = map fst <$> sampleChainsFrom s (repeat Nothing) m
+
+-- | 'sampleChains' going on from a checkpoint per chain ('Nothing': from the
+-- start), with each chain's checkpoint at its end ('continueChain').
+sampleChainsFrom :: NFData a => SamplerSettings -> [Maybe Checkpoint] -> Meas a -> IO [(ChainResult a, Checkpoint)]
+sampleChainsFrom s resumes m = do
+  vars <- mapM start (zip [0 .. max 1 (ssChains s) - 1] (resumes ++ repeat Nothing))
   collect vars []
   where
-    start c = do
+    start (c, resumeFrom) = do
       v <- newEmptyMVar
       tid <- forkIO $ do
         t0 <- getMonotonicTime
-        r <- try (evaluate (force (runChain s m c)))
+        r <- try (do let (res, cp) = continueChain s m c resumeFrom
+                     res' <- evaluate (force res)
+                     cp' <- evaluate cp
+                     return (res', cp'))
         t1 <- getMonotonicTime
-        putMVar v (fmap (\res -> res {crSeconds = t1 - t0}) r)
+        putMVar v (fmap (\(res, cp) -> (res {crSeconds = t1 - t0}, cp)) r)
       return (tid, v)
     collect [] acc = return (reverse acc)
     collect ((_, v) : rest) acc = do

@@ -53,6 +53,7 @@ data ChainState a = ChainState
 -- | How a covariance walk correlates its step: a Cholesky factor of the
 -- adapted covariance, or per-site standard deviations.
 data Factor = FullFactor !Matrix | DiagFactor !(U.Vector Double)
+  deriving (Show, Read)
 
 -- | One Metropolis–Hastings proposal mechanism.
 data Kernel

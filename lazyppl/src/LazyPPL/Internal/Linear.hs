@@ -28,6 +28,7 @@ import qualified Data.Vector.Unboxed.Mutable as M
 
 -- | A square matrix: dimension and row-major entries.
 data Matrix = Matrix {matDim :: !Int, matEntries :: !(U.Vector Double)}
+  deriving (Show, Read)
 
 -- | Mean and sample covariance (divisor n - 1) of equal-length vectors.
 -- Returns 'Nothing' with fewer than two samples.

@@ -42,6 +42,7 @@ combine a b = mix64 (mix64 (a + 0x9e3779b97f4a7c15) `xor` (b * 0xd1b54a32d192ed0
 
 -- | A SplitMix64 generator: a seed and a counter.
 data Gen = Gen !Word64 !Word64
+  deriving (Eq, Show, Read)
 
 -- | A generator from a seed.
 mkGen :: Word64 -> Gen

@@ -180,6 +180,7 @@ data ScaleStats = ScaleStats
   , stSxy :: !(U.Vector Double)
     -- ^ index a·d + i
   }
+  deriving (Show, Read)
 
 -- | Sums of one window (vectors over the adapted sites) with centres m and
 -- the window's effective number of draws.

@@ -110,6 +110,7 @@ data Transport = Transport
   , trWidth2 :: !Double
     -- ^ slice width for z_b
   }
+  deriving (Show, Read)
 
 -- | Up to this many transported sites, S(x) is the full lower Cholesky
 -- factor of the conditional covariance (the inverse of the finite-difference
