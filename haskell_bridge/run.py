@@ -40,15 +40,24 @@ HEAP_EXHAUSTED_EXIT = 251
 
 def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int,
                 thin: int, kernel: str, seed: int, limits: sandbox.Limits,
-                options: dict[str, Any] | None = None) -> Fit:
+                options: dict[str, Any] | None = None, budget_draws: int | None = None,
+                resume: Fit | None = None) -> Fit:
     """Compile ``source`` (cached) and sample its posterior on ``data``.
 
     ``warmup`` and ``draws`` count iterations per chain (``draws`` kept after thinning
-    by ``thin``); ``options`` adds kernel-specific harness fields (e.g. ``mh_p``).
-    Returns a :class:`workers.fit.Fit` whose draws map SPEC §2.3 scalar names to
-    float64 arrays shaped (chains, draws). Timings are seconds: ``compile`` (0 when
-    the binary was cached), ``sample`` (the harness's own clock), ``run`` (process
-    wall time) and ``total``.
+    by ``thin``); ``options`` adds kernel-specific harness fields (e.g. ``mh_p``);
+    ``budget_draws`` (default ``draws``) the draws the multi-start searches' budget is
+    reckoned from. Returns a :class:`workers.fit.Fit` whose draws map SPEC §2.3 scalar
+    names to float64 arrays shaped (chains, draws), with the chains' checkpoints.
+    Timings are seconds: ``compile`` (0 when the binary was cached), ``sample`` (the
+    harness's own clock), ``run`` (process wall time), ``total``, and ``run_chain`` (the
+    runs of these chains so far: what a refit would take).
+
+    ``resume``: an earlier fit of the same program, data, seed and settings with fewer
+    draws, whose chains this one continues from their checkpoints (docs/ARCHITECTURE.md,
+    "Continued chains"): the harness samples only the draws after them, and the fit
+    holds the earlier draws followed by those, exactly the draws of a fresh fit with the
+    same ``budget_draws`` (tested), with ``sampler.continued_from`` = the earlier draws.
 
     Raises ProgramRefused, CompileError, ProgramRuntimeError (exit 3: the harness's
     ``ppl-audit:`` message, e.g. naming a missing data field; or a crash) and
@@ -57,26 +66,44 @@ def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int
     started = time.monotonic()
     _check_settings(chains=chains, warmup=warmup, draws=draws, thin=thin, kernel=kernel,
                     seed=seed)
+    budget = draws if budget_draws is None else budget_draws
     request = {"data": data, "seed": seed, "chains": chains, "warmup": warmup,
-               "draws": draws, "thin": thin, "kernel": kernel, **(options or {})}
+               "draws": draws, "thin": thin, "kernel": kernel, **(options or {}),
+               "budget_draws": budget, "checkpoint": True}
+    before = 0
+    if resume is not None:
+        before = _check_resumable(resume, chains=chains, warmup=warmup, draws=draws,
+                                  thin=thin, kernel=kernel, seed=seed, options=options,
+                                  budget_draws=budget)
+        request["resume"] = resume.checkpoints
     payload = _encode(request)
     program = build_program(source, limits=limits)
+    if resume is not None and resume.versions.get("program") != program.key:
+        raise ValueError("a fit continues only the chains of its own program")
     rts = rts_options(chains, limits.memory_mb)
     argv = [str(program.path), *rts]
     view = sandbox.View(ro=(str(program.path),), tmp_mb=64)
     try:
         done = sandbox.run(argv, limits=haskell_process_limits(limits), view=view,
                            stdin=payload, env={},
-                           max_stdout_bytes=max_output_bytes(chains, draws))
+                           max_stdout_bytes=max_output_bytes(chains, draws - before))
     except ResourceLimit as err:
         err.details.setdefault("language", "lazyppl")
         raise
     _raise_for_failure(done, limits)
     output = _decode(done.stdout)
     fit_draws, reportable = _draws_from_output(output, chains)
+    checkpoints = [c.get("checkpoint") for c in output["chains"]]
+    if not all(isinstance(c, str) for c in checkpoints):
+        checkpoints = None  # this fit cannot be continued; a later look refits
+    if resume is not None:
+        fit_draws = _continued_draws(resume, fit_draws, reportable, draws - before)
     build = lazyppl_build()
     total = time.monotonic() - started
-    chain_stats = [{k: v for k, v in c.items() if k != "draws"} for c in output["chains"]]
+    chain_stats = [{k: v for k, v in c.items() if k not in ("draws", "checkpoint")}
+                   for c in output["chains"]]
+    run_chain = done.wall_seconds + (_seconds_of(resume.timings.get("run_chain"))
+                                     if resume is not None else 0.0)
     return Fit(
         language="lazyppl",
         draws=fit_draws,
@@ -84,7 +111,8 @@ def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int
         sampler={"kernel": output.get("kernel", kernel), "chains": chains,
                  "warmup": output.get("warmup", warmup), "draws": output.get("draws", draws),
                  "thin": output.get("thin", thin), "seed": seed, "rts": " ".join(rts),
-                 **(options or {})},
+                 **(options or {}), "budget_draws": budget,
+                 **({"continued_from": before} if resume is not None else {})},
         # max_rss_mb is the sandbox's wait4 figure: an upper bound, since Linux keeps the
         # forking (Python) process's RSS high-water mark across execve.
         stats={"chains": chain_stats, "compile_cached": program.cached,
@@ -93,24 +121,71 @@ def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int
                "cpu_seconds": round(done.cpu_seconds, 3)},
         timings={"compile": round(program.seconds, 3),
                  "sample": output.get("seconds", done.wall_seconds),
-                 "run": round(done.wall_seconds, 3), "total": round(total, 3)},
+                 "run": round(done.wall_seconds, 3), "total": round(total, 3),
+                 "run_chain": round(run_chain, 3)},
         versions={"ghc": build.ghc_version, "lazyppl": build.version,
                   "lazyppl_build": build.hash, "program": program.key},
         reportable=reportable,
+        checkpoints=checkpoints,
     )
+
+
+def resumable(fit: Fit | None, *, draws: int) -> bool:
+    """Whether ``fit`` is a LazyPPL fit with checkpoints and fewer than ``draws`` draws
+    (the settings are checked when it is resumed)."""
+    return (fit is not None and fit.language == "lazyppl" and bool(fit.checkpoints)
+            and 0 < fit.n_draws < draws)
+
+
+def _check_resumable(fit: Fit, **settings: Any) -> int:
+    """The draws ``fit`` holds, after checking that a fit with ``settings`` may continue
+    its chains: same chains, warm-up, thinning, kernel and its options, seed and budget
+    draws, checkpoints for every chain, fewer draws than asked. The harness checks the
+    checkpoints against these again (and against the program)."""
+    s = fit.sampler
+    options = settings.pop("options") or {}
+    draws = settings.pop("draws")
+    same = all(s.get(k) == v for k, v in settings.items()) and all(
+        s.get(k) == v for k, v in options.items())
+    if not (same and resumable(fit, draws=draws)
+            and len(fit.checkpoints or []) == settings["chains"]):
+        raise ValueError("this fit's chains cannot be continued with these settings")
+    return fit.n_draws
+
+
+def _continued_draws(earlier: Fit, later: dict[str, np.ndarray], reportable: list[str],
+                     count: int) -> dict[str, np.ndarray]:
+    """The earlier fit's draws followed by the continuation's, per scalar name."""
+    if list(later) != list(earlier.draws) or reportable != list(earlier.reportable):
+        raise ProgramRuntimeError("the continued LazyPPL chains report other parameters "
+                                  "than before", language="lazyppl")
+    if next(iter(later.values())).shape[1] != count:
+        raise ProgramRuntimeError(f"the continued LazyPPL chains returned "
+                                  f"{next(iter(later.values())).shape[1]} draws, expected "
+                                  f"{count}", language="lazyppl")
+    return {name: np.ascontiguousarray(np.concatenate([earlier.draws[name], later[name]], axis=1))
+            for name in later}
+
+
+def _seconds_of(value: Any) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return float(value) if ok and math.isfinite(value) and value >= 0 else 0.0
 
 
 #: Bytes of JSON per reported number (``-1.2345678901234567e-100,``) and per draw row.
 _BYTES_PER_NUMBER = 26
 _FIXED_OUTPUT_BYTES = 4 << 20
+#: Most bytes of one chain's checkpoint (its state and frozen tuning as text).
+MAX_CHECKPOINT_BYTES = 32 << 20
 
 
 def max_output_bytes(chains: int, draws: int) -> int:
     """The most harness output an honest run can produce, bytes: every chain's draws of
-    up to :data:`MAX_SCALARS` numbers, plus names, statistics and messages (4 MB).
-    Beyond it the run is stopped (``resource_limit: output``)."""
+    up to :data:`MAX_SCALARS` numbers and its checkpoint, plus names, statistics and
+    messages (4 MB). Beyond it the run is stopped (``resource_limit: output``)."""
     per_draw = MAX_SCALARS * _BYTES_PER_NUMBER
-    return chains * draws * per_draw + MAX_SCALARS * 64 + _FIXED_OUTPUT_BYTES
+    return (chains * (draws * per_draw + MAX_CHECKPOINT_BYTES) + MAX_SCALARS * 64
+            + _FIXED_OUTPUT_BYTES)
 
 
 def rts_options(chains: int, memory_mb: int) -> list[str]:

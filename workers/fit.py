@@ -38,6 +38,10 @@ class Fit:
     timings: dict = field(default_factory=dict)
     versions: dict = field(default_factory=dict)
     reportable: list[str] = field(default_factory=list)
+    #: A LazyPPL fit's per-chain checkpoints (opaque strings the harness wrote after the
+    #: last draw), from which a later look continues the chains instead of refitting.
+    #: Held in memory for the scope's looks only: never stored, never shown.
+    checkpoints: list[str] | None = field(default=None, repr=False, compare=False)
 
     @property
     def n_chains(self) -> int:

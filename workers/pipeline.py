@@ -326,7 +326,9 @@ def _fit_seconds(fit: Fit) -> float:
     (:func:`_rerun_attempts`): a retry that did not skip the attempts that diverged will
     likely need them again (one_comp's full scope, look 1: the chosen attempt sampled
     23 s, both attempts 44 s); a LazyPPL fit reruns its cached binary, so the sandboxed
-    run counts, not a first fit's GHC compile (5-12 s cold)."""
+    run counts, not a first fit's GHC compile (5-12 s cold): all the runs of its chains
+    (``run_chain``) when it continued an earlier fit's, as a refit would take (a later
+    look's continuation takes less; the budget check stays on the safe side)."""
     t = fit.timings
     if "session" in fit.stats:
         attempts = _attempt_timings(_rerun_attempts(fit))
@@ -334,7 +336,7 @@ def _fit_seconds(fit: Fit) -> float:
                    else _seconds(t.get("sample")))
         return sampled + 0.5
     if fit.language == "lazyppl" and t.get("run"):
-        return float(t["run"]) + 0.2
+        return (_seconds(t.get("run_chain")) or float(t["run"])) + 0.2
     return float(t.get("total") or t.get("process") or t.get("sample") or 0.0)
 
 
@@ -561,12 +563,19 @@ class _OwnSession:
             self.own.close()
 
 
-def _fit_lazyppl(source: str, data: dict, s: AuditSettings, draws: int, seed: int, limits: Limits) -> Fit:
-    from haskell_bridge import fit_lazyppl
+def _fit_lazyppl(source: str, data: dict, s: AuditSettings, draws: int, seed: int, limits: Limits,
+                 earlier: Fit | None = None) -> Fit:
+    """A LazyPPL fit of ``draws`` draws; a later look continues the chains of the
+    look before (``earlier``) where they have checkpoints: same draws as a refit, without
+    sampling the warm-up and the earlier draws again. Every look reckons the
+    multi-start budget from the first look's draws, which is what makes the two agree."""
+    from haskell_bridge.run import fit_lazyppl, resumable
 
     q = s.lazyppl
     return fit_lazyppl(source, data, chains=q.chains, warmup=q.warmup, draws=draws,
-                       thin=q.thin, kernel=q.kernel, seed=seed, limits=limits)
+                       thin=q.thin, kernel=q.kernel, seed=seed, limits=limits,
+                       budget_draws=q.draws,
+                       resume=earlier if resumable(earlier, draws=draws) else None)
 
 
 def _both(first: Callable[[], Fit], second: Callable[[], Fit]) -> tuple[Fit, Fit]:
@@ -641,8 +650,9 @@ def _run_scope(session, pymc_source: str, lazyppl_source: str, scope: str, data:
             pymc, lazy = _both(
                 (lambda: _fit_pymc(session, pymc_source, data, s, pymc_draws, seeds["pymc"],
                                    _limits(s, deadline), start)) if refit_pymc else (lambda f=pymc: f),
-                (lambda: _fit_lazyppl(lazyppl_source, data, s, lazy_draws, seeds["lazyppl"],
-                                      _limits(s, deadline))) if refit_lazy else (lambda f=lazy: f))
+                (lambda f=lazy: _fit_lazyppl(lazyppl_source, data, s, lazy_draws, seeds["lazyppl"],
+                                             _limits(s, deadline), f)) if refit_lazy
+                else (lambda f=lazy: f))
             outcome.fits[("pymc", look)] = pymc
             outcome.fits[("lazyppl", look)] = lazy
             names, uncompared = compared_names(parameters, lazy, pymc)
@@ -670,6 +680,8 @@ def _run_scope(session, pymc_source: str, lazyppl_source: str, scope: str, data:
                                 **({"pymc_fit": pymc_fit_record(pymc)} if refit_pymc else {}),
                                 **({"pymc_first_target_accept": schedule[start]}
                                    if start else {}),
+                                **({"lazyppl_continued_from": lazy.sampler["continued_from"]}
+                                   if refit_lazy and "continued_from" in lazy.sampler else {}),
                                 "verdict": verdict, "reason": reason,
                                 "seconds": round(time.monotonic() - t0, 3)})
             ev.update(comparison_evidence(main, ("lazyppl", "pymc")))

@@ -6,6 +6,7 @@ must be compiled fresh carry a unique comment, so the binary cache cannot answer
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -90,6 +91,48 @@ def test_same_seed_same_draws_and_other_seed_other_draws(build):
     for name in a.draws:
         np.testing.assert_array_equal(a.draws[name], b.draws[name])
     assert not np.array_equal(a.draws["mu"], c.draws["mu"])
+
+
+def test_a_continued_fit_has_the_draws_and_statistics_of_a_refit(build):
+    """A later look continues the chains from their checkpoints (issue 11): the earlier
+    draws, then exactly what a fresh fit of more draws samples after them."""
+    settings = dict(SMALL, draws=4 * SMALL["draws"])
+    first = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **SMALL)
+    assert first.checkpoints and len(first.checkpoints) == SMALL["chains"]
+    continued = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **settings,
+                            budget_draws=SMALL["draws"], resume=first)
+    refit = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **settings,
+                        budget_draws=SMALL["draws"])
+    assert continued.n_draws == refit.n_draws == settings["draws"]
+    for name in refit.draws:
+        np.testing.assert_array_equal(continued.draws[name], refit.draws[name])
+        np.testing.assert_array_equal(continued.draws[name][:, :SMALL["draws"]],
+                                      first.draws[name])
+    def whole_chain(fit):
+        return [{k: v for k, v in c.items() if k != "seconds"} for c in fit.stats["chains"]]
+    assert whole_chain(continued) == whole_chain(refit)
+    assert continued.sampler["continued_from"] == SMALL["draws"]
+    assert "continued_from" not in refit.sampler
+    assert continued.checkpoints and continued.checkpoints != first.checkpoints
+    assert continued.timings["run_chain"] >= continued.timings["run"]
+
+
+def test_chains_are_continued_only_with_their_own_settings_and_program(build):
+    first = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **SMALL)
+    more = dict(SMALL, draws=2 * SMALL["draws"])
+    for changed in ({"seed": 6}, {"thin": 2}, {"warmup": 101}, {"kernel": "mh"},
+                    {"draws": SMALL["draws"]}, {"budget_draws": 99}):
+        args = {**more, "seed": 5, "budget_draws": SMALL["draws"], **changed}
+        with pytest.raises(ValueError, match="cannot be continued"):
+            fit_lazyppl(EIGHT_SCHOOLS, DATA, limits=LIMITS, resume=first, **args)
+    with pytest.raises(ValueError, match="its own program"):
+        fit_lazyppl(fresh(EIGHT_SCHOOLS), DATA, seed=5, limits=LIMITS, **more,
+                    budget_draws=SMALL["draws"], resume=first)
+    # checkpoints that are not this chain's are refused by the harness itself
+    swapped = dataclasses.replace(first, checkpoints=list(reversed(first.checkpoints)))
+    with pytest.raises(InvalidRequest, match="another chain"):
+        fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **more,
+                    budget_draws=SMALL["draws"], resume=swapped)
 
 
 # -- refused before GHC runs -------------------------------------------------------
