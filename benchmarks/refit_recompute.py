@@ -17,6 +17,10 @@ refitted, says
 * the refit's sampling seconds (LazyPPL: the harness's clock; PyMC: sampling, compile
   excluded) and the share of them a continuation would not have spent, pro rata.
 
+A LazyPPL fit that continued the earlier chains (``sampler.continued_from``, since the
+continued chains of issue 11) repeated nothing: its row says "continued", its iterations
+are the new ones only.
+
 It prints one row per refit and, per side, the sums over the scopes read.
 """
 from __future__ import annotations
@@ -80,10 +84,14 @@ def measure(url: str, audit: str | None = None) -> dict:
             total = iterations(language, s1["sampler"])
             again = iterations(language, s0["sampler"])  # what a continuation would skip
             seconds = float(s1["timings"].get("sample") or 0.0)
+            continued = "continued_from" in s1["sampler"]
+            if continued:  # it did continue: it ran only the new iterations, none again
+                total, again = total - again, 0
             out.append({"audit": audit_id[:8], "posterior": posterior, "scope": scope,
                         "language": language, "look": look,
                         "draws": [s0["sampler"]["draws"], s1["sampler"]["draws"]],
                         "prefix": is_prefix(decode_draws(b0), decode_draws(b1)),
+                        "continued": continued,
                         "iterations": total, "repeated": again,
                         "seconds": round(seconds, 2),
                         "seconds_repeated": round(seconds * again / total, 2)})
@@ -91,6 +99,7 @@ def measure(url: str, audit: str | None = None) -> dict:
     for language in ("lazyppl", "pymc"):
         rs = [r for r in out if r["language"] == language]
         sums[language] = {"refits": len(rs), "prefix": sum(r["prefix"] for r in rs),
+                          "continued": sum(r["continued"] for r in rs),
                           "seconds": round(sum(r["seconds"] for r in rs), 1),
                           "seconds_repeated": round(sum(r["seconds_repeated"] for r in rs), 1)}
     return {"rows": out, "sums": sums}
@@ -107,10 +116,12 @@ def main() -> None:
         print(f"{r['posterior'][:40]:40s} {r['scope']:8s} {r['language']:7s} look {r['look']} "
               f"draws {r['draws'][0]:>6} -> {r['draws'][1]:>6}  prefix {str(r['prefix']):5s} "
               f"iterations {r['repeated']:>7}/{r['iterations']:<7} repeated  "
-              f"{r['seconds_repeated']:7.1f} of {r['seconds']:7.1f} s")
+              f"{r['seconds_repeated']:7.1f} of {r['seconds']:7.1f} s"
+              + ("  (continued)" if r["continued"] else ""))
     for language, s in report["sums"].items():
-        print(f"{language}: {s['refits']} refits, {s['prefix']} with the earlier draws as "
-              f"prefix; {s['seconds_repeated']} of {s['seconds']} s sampling repeated")
+        print(f"{language}: {s['refits']} refits ({s['continued']} continued), {s['prefix']} "
+              f"with the earlier draws as prefix; {s['seconds_repeated']} of {s['seconds']} s "
+              f"sampling repeated")
     if args.json:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                                 text=True).stdout.strip()

@@ -111,6 +111,23 @@ def test_another_look_refits_the_fits_the_projection_names():
     assert len(looks) == 2 and looks[1]["refitted"] == [s for s in ("pymc", "lazyppl") if s in projection]
     assert (looks[1]["pymc_draws"], looks[1]["lazyppl_draws"]) == (wanted["pymc"], wanted["lazyppl"])
     assert fits[("full", "lazyppl", 2)].n_draws == wanted["lazyppl"]
+    # the second look continued LazyPPL's chains (issue 11): look 1's draws, then what a
+    # refit of the new draws (same seed, same budget draws) samples after them
+    assert looks[1]["lazyppl_continued_from"] == start["lazyppl"]
+    later = fits[("full", "lazyppl", 2)]
+    assert later.sampler["continued_from"] == start["lazyppl"]
+    from haskell_bridge import fit_lazyppl
+    from sandbox import Limits
+
+    refit = fit_lazyppl(request.lazyppl_source, request.scopes["full"], chains=4, warmup=2000,
+                        draws=wanted["lazyppl"], thin=4, kernel="default",
+                        seed=evidence["scopes"]["full"]["seeds"]["lazyppl"],
+                        budget_draws=start["lazyppl"],
+                        limits=Limits(cpu_seconds=300, memory_mb=2048, wall_seconds=300))
+    for name, values in refit.draws.items():
+        assert (later.draws[name] == values).all(), name
+        assert (later.draws[name][:, :start["lazyppl"]]
+                == fits[("full", "lazyppl", 1)].draws[name]).all(), name
 
 
 def test_without_bubblewrap_the_audit_ends_error_and_nothing_runs(monkeypatch, tmp_path):
