@@ -168,9 +168,12 @@ parseInput bytes = do
   return ( d, SamplerSettings kernel chains warmup draws thin seed tries (Just budgetDraws)
          , kernelLabel, resumes, withCheckpoints )
   where
-    checkpointOf (k, A.String t) = case readMaybe (T.unpack t) of
-      Just cp -> Right (Just cp)
-      Nothing -> Left ("chain " ++ show k ++ "'s checkpoint is not readable")
+    -- read lazily, in the chain's own thread (the chains' checkpoints are read in
+    -- parallel: gp_pois_regr's are ~0.7 MB each, mostly transports); unreadable
+    -- text is a 'BadCheckpoint', reported as malformed input like the others
+    checkpointOf (k, A.String t) =
+      Right (Just (fromMaybe (throw (BadCheckpoint ("chain " ++ show k ++ "'s checkpoint is not readable")))
+                             (readMaybe (T.unpack t))))
     checkpointOf (k, _) = Left ("chain " ++ show k ++ "'s checkpoint must be a string")
     number o key = case KM.lookup (K.fromString key) o of
       Nothing -> Right Nothing
