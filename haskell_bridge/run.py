@@ -102,8 +102,8 @@ def fit_lazyppl(source: str, data: dict, *, chains: int, warmup: int, draws: int
     total = time.monotonic() - started
     chain_stats = [{k: v for k, v in c.items() if k not in ("draws", "checkpoint")}
                    for c in output["chains"]]
-    run_chain = done.wall_seconds + (_seconds_of(resume.timings.get("run_chain"))
-                                     if resume is not None else 0.0)
+    # our own figure (set below), not the child's
+    run_chain = done.wall_seconds + (resume.timings.get("run_chain", 0.0) if resume else 0.0)
     return Fit(
         language="lazyppl",
         draws=fit_draws,
@@ -166,11 +166,6 @@ def _continued_draws(earlier: Fit, later: dict[str, np.ndarray], reportable: lis
                                   f"{count}", language="lazyppl")
     return {name: np.ascontiguousarray(np.concatenate([earlier.draws[name], later[name]], axis=1))
             for name in later}
-
-
-def _seconds_of(value: Any) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    return float(value) if ok and math.isfinite(value) and value >= 0 else 0.0
 
 
 #: Bytes of JSON per reported number (``-1.2345678901234567e-100,``) and per draw row.
