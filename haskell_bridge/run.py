@@ -171,8 +171,10 @@ def _continued_draws(earlier: Fit, later: dict[str, np.ndarray], reportable: lis
 #: Bytes of JSON per reported number (``-1.2345678901234567e-100,``) and per draw row.
 _BYTES_PER_NUMBER = 26
 _FIXED_OUTPUT_BYTES = 4 << 20
-#: Most bytes of one chain's checkpoint (its state and frozen tuning as text).
-MAX_CHECKPOINT_BYTES = 32 << 20
+#: Most bytes of one chain's checkpoint (its state and frozen tuning as text): the
+#: harness's default ``checkpoint_limit``, beyond which it leaves the checkpoint out (that
+#: fit is refitted at a later look, not continued).
+MAX_CHECKPOINT_BYTES = 8 << 20
 
 
 def max_output_bytes(chains: int, draws: int) -> int:

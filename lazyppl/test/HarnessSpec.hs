@@ -153,6 +153,11 @@ spec = do
       run other (input [ ("draws", A.toJSON (120 :: Int)), ("resume", A.toJSON cps)
                        , ("budget_draws", A.toJSON (50 :: Int))])
         >>= inputFailure "the checkpoint's state does not reproduce"
+    it "leaves out a checkpoint longer than the limit (the fit is then refitted, not continued)" $ do
+      a <- first [("checkpoint_limit", A.toJSON (100 :: Int))]
+      checkpointsOf a `shouldBe` []
+      b <- first []
+      map (length . rowsOf) (chainsOf a) `shouldBe` map (length . rowsOf) (chainsOf b)
     it "refuses unreadable checkpoints and a wrong number of them" $ do
       a <- first []
       let cps = checkpointsOf a

@@ -117,6 +117,21 @@ def test_a_continued_fit_has_the_draws_and_statistics_of_a_refit(build):
     assert continued.timings["run_chain"] >= continued.timings["run"]
 
 
+def test_a_fit_without_checkpoints_is_not_resumable(build):
+    """A chain whose checkpoint the harness left out (longer than its limit) makes the
+    fit one that a later look refits."""
+    from haskell_bridge.run import resumable
+
+    fit = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **SMALL,
+                      options={"checkpoint_limit": 100})
+    assert fit.checkpoints is None and fit.stats["checkpoint_bytes"] == 0
+    assert not resumable(fit, draws=2 * SMALL["draws"])
+    with_them = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **SMALL)
+    assert resumable(with_them, draws=2 * SMALL["draws"])
+    for name in fit.draws:
+        np.testing.assert_array_equal(fit.draws[name], with_them.draws[name])
+
+
 def test_chains_are_continued_only_with_their_own_settings_and_program(build):
     first = fit_lazyppl(EIGHT_SCHOOLS, DATA, seed=5, limits=LIMITS, **SMALL)
     more = dict(SMALL, draws=2 * SMALL["draws"])

@@ -79,7 +79,10 @@ runHarnessOn model input = case parseInput input of
       Right ran -> let chains = map fst ran in return $ case checkLayouts chains of
         Left msg -> Left (UserFailure msg)
         Right (names, layout) ->
-          let checkpoints = if withCheckpoints then Just (map snd ran) else Nothing
+          -- a checkpoint longer than the limit is left out: that chain (so the
+          -- fit) cannot be continued, and a later look refits it
+          let checkpointText cp lim = let txt = show cp in if length txt > lim then Nothing else Just txt
+              checkpoints = [withCheckpoints >>= checkpointText cp | (_, cp) <- ran]
           in Right (encodeOutput settings kernelLabel (t1 - t0) names layout chains checkpoints)
 
 -- | Exceptions that mean the user's program (or its data) is at fault.
@@ -128,8 +131,10 @@ checkLayouts chains = case concatMap crDraws chains of
 
 -- | The data, the sampler settings, the kernel's label, a checkpoint per
 -- chain to continue from (@"resume"@: the strings of an earlier run's
--- @"checkpoint"@s; else none) and whether to write the chains' checkpoints.
-parseInput :: BL.ByteString -> Either String (Data, SamplerSettings, String, [Maybe Checkpoint], Bool)
+-- @"checkpoint"@s; else none) and, if the chains' checkpoints are to be
+-- written, the most characters one may have (@"checkpoint_limit"@, default
+-- 8 MB: gp_pois_regr's are 0.7 MB).
+parseInput :: BL.ByteString -> Either String (Data, SamplerSettings, String, [Maybe Checkpoint], Maybe Int)
 parseInput bytes = do
   v <- either (Left . ("not JSON: " ++)) Right (A.eitherDecode bytes)
   o <- case v of
@@ -155,9 +160,10 @@ parseInput bytes = do
     "mhirreducible" -> Right (UpstreamIrreducible p q)
     "pcn" -> Right PCNKernel
     other -> Left ("unknown kernel " ++ show other ++ " (default, mh, mhirreducible, pcn)")
+  limit <- intField o "checkpoint_limit" (8 * 1024 * 1024) 0 maxBound
   withCheckpoints <- case KM.lookup "checkpoint" o of
-    Nothing -> Right False
-    Just (A.Bool b) -> Right b
+    Nothing -> Right Nothing
+    Just (A.Bool b) -> Right (if b then Just limit else Nothing)
     Just _ -> Left "\"checkpoint\" must be true or false"
   resumes <- case KM.lookup "resume" o of
     Nothing -> Right (replicate chains Nothing)
@@ -202,12 +208,12 @@ parseInput bytes = do
           | let x = S.toRealFloat n, x > 0, x <= 1 -> Right x
           | otherwise -> Left (show key ++ " must be in (0, 1]")
 
-encodeOutput :: SamplerSettings -> String -> Double -> [String] -> Layout -> [ChainResult Draw] -> Maybe [Checkpoint] -> BL.ByteString
+encodeOutput :: SamplerSettings -> String -> Double -> [String] -> Layout -> [ChainResult Draw] -> [Maybe String] -> BL.ByteString
 encodeOutput s kernelLabel seconds names layout chains checkpoints =
   E.encodingToLazyByteString $ A.pairs $
     "names" A..= names
       <> E.pair "shapes" (E.pairs (mconcat [K.fromString n A..= shape | (n, shape) <- layout]))
-      <> E.pair "chains" (E.list chainEncoding (zip chains (maybe (map (const Nothing) chains) (map Just) checkpoints)))
+      <> E.pair "chains" (E.list chainEncoding (zip chains (checkpoints ++ repeat Nothing)))
       <> "kernel" A..= kernelLabel
       <> "warmup" A..= ssWarmup s
       <> "draws" A..= ssDraws s
@@ -219,7 +225,7 @@ encodeOutput s kernelLabel seconds names layout chains checkpoints =
     chainEncoding (c, cp) =
       A.pairs $
         E.pair "draws" (E.list (A.toEncoding . concatMap fieldValues . drawFields) (crDraws c))
-          <> maybe mempty (\k -> "checkpoint" A..= show k) cp
+          <> maybe mempty ("checkpoint" A..=) cp
           <> "acceptance" A..= crAcceptance c
           <> "evaluations" A..= crEvaluations c
           <> "invalid_weights" A..= crInvalidWeights c
