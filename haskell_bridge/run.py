@@ -160,10 +160,10 @@ def _continued_draws(earlier: Fit, later: dict[str, np.ndarray], reportable: lis
     if list(later) != list(earlier.draws) or reportable != list(earlier.reportable):
         raise ProgramRuntimeError("the continued LazyPPL chains report other parameters "
                                   "than before", language="lazyppl")
-    if next(iter(later.values())).shape[1] != count:
-        raise ProgramRuntimeError(f"the continued LazyPPL chains returned "
-                                  f"{next(iter(later.values())).shape[1]} draws, expected "
-                                  f"{count}", language="lazyppl")
+    returned = next(iter(later.values())).shape[1]
+    if returned != count:
+        raise ProgramRuntimeError(f"the continued LazyPPL chains returned {returned} draws, "
+                                  f"expected {count}", language="lazyppl")
     return {name: np.ascontiguousarray(np.concatenate([earlier.draws[name], later[name]], axis=1))
             for name in later}
 

@@ -184,9 +184,7 @@ continueChain s m c resumeFrom = case resumeFrom of
            SliceMixture share -> adaptive (Just share) Nothing start g1
            TransportMixture share tshare -> adaptive (Just share) (Just tshare) start g1
            BrokenTransportMixture share tshare -> adaptive (Just share) (Just tshare) start g1
-           PCNKernel -> fixedKernel 3 (\t -> Crank (tuBeta t)) True start g1
-           UpstreamMH p -> fixedKernel 4 (const (PriorRedraw p)) False start g1
-           UpstreamIrreducible p q -> fixedKernel 4 (const (Restart q p)) False start g1
+           _ -> kernelLoop 0 zeroCounters (initialTuning (csSites st0) Nothing) start g1
   where
     g0 = mkGen (combine (ssSeed s) (fromIntegral c))
     eval = evaluateAt m
@@ -200,13 +198,16 @@ continueChain s m c resumeFrom = case resumeFrom of
     -- that a continued chain and a fresh one of more draws search alike
     budgetTotal = warmup + max 0 (fromMaybe (ssDraws s) (ssBudgetDraws s)) * thin
 
-    -- the pickers of the two loops: the adaptive mixture, or one fixed kernel
-    fixedPick ki k t g = (ki, k t, g)
-    resumeLoop = case ssKernel s of
-      PCNKernel -> loop (fixedPick 3 (\t -> Crank (tuBeta t))) True (Schedule warmup [])
-      UpstreamMH p -> loop (fixedPick 4 (const (PriorRedraw p))) False (Schedule warmup [])
-      UpstreamIrreducible p q -> loop (fixedPick 4 (const (Restart q p))) False (Schedule warmup [])
+    -- the sampling loop of this kernel, from a start or a checkpoint: the
+    -- adaptive mixture, or one fixed kernel (pCN's β adapts during warm-up,
+    -- upstream's kernels do not)
+    kernelLoop = case ssKernel s of
+      PCNKernel -> fixed 3 (\t -> Crank (tuBeta t)) True
+      UpstreamMH p -> fixed 4 (const (PriorRedraw p)) False
+      UpstreamIrreducible p q -> fixed 4 (const (Restart q p)) False
       _ -> loop chooseKernel True (schedule warmup)
+      where
+        fixed ki k adaptIt = loop (\t g -> (ki, k t, g)) adaptIt (Schedule warmup [])
 
     -- go on from a checkpoint of this chain: its state re-evaluated from its
     -- sites (the same program reads the same sites and gives the same
@@ -224,7 +225,7 @@ continueChain s m c resumeFrom = case resumeFrom of
       | otherwise =
           let st = ChainState (evSites ev) (evLogWeight ev) (evValue ev)
               start = Start st (cpTries cp) (cpEvaluations cp) (cpInvalid cp) (cpStartTuning cp)
-          in resumeLoop (cpIteration cp) (cpCounters cp) (cpTuning cp) start (cpGen cp)
+          in kernelLoop (cpIteration cp) (cpCounters cp) (cpTuning cp) start (cpGen cp)
       where
         ev = eval (ssSeed s) (cpSites cp)
 
@@ -275,11 +276,7 @@ continueChain s m c resumeFrom = case resumeFrom of
           t0 = initialTuning (csSites st1) approx
           t0' = (maybe t0 (\sh -> setSliceShare sh t0 {tuSliceOverride = Just sh}) sliceOverride)
                   {tuTransportOverride = transportOverride}
-      in loop chooseKernel True (schedule warmup) 0 zeroCounters t0' start' g2
-
-    fixedKernel ki k adaptIt start g1 =
-      loop (fixedPick ki k) adaptIt (Schedule warmup []) 0 zeroCounters
-           (initialTuning (csSites (stState start)) Nothing) start g1
+      in kernelLoop 0 zeroCounters t0' start' g2
 
     -- iterations from @it0@ (0, or a checkpoint's) to 'total'
     loop pick adapting sched it0 counters0 t0 start g1 =
