@@ -220,6 +220,8 @@ def pymc_fit_record(fit: Fit) -> dict:
               if attempts else {k: t.get(k) for k in FIT_PHASES})
     record = {"compiled": bool(session.get("compiled")), "session_fit": session.get("fit"),
               "attempts": max(1, len(attempts)), **phases, "process": t.get("process")}
+    if type(fit.sampler.get("continued_from")) is int:  # extended the look before's chains
+        record["continued_from"] = fit.sampler["continued_from"]
     cached = session.get("callbacks_cached")  # nutpie: callbacks loaded from the cache
     if type(cached) is int and 0 <= cached <= 2:
         record["callbacks_cached"] = cached
@@ -328,12 +330,14 @@ def _fit_seconds(fit: Fit) -> float:
     23 s, both attempts 44 s); a LazyPPL fit reruns its cached binary, so the sandboxed
     run counts, not a first fit's GHC compile (5-12 s cold): all the runs of its chains
     (``run_chain``) when it continued an earlier fit's, as a refit would take (a later
-    look's continuation takes less; the budget check stays on the safe side)."""
+    look's continuation takes less; the budget check stays on the safe side). The same
+    for a PyMC attempt that extended earlier chains (``sample_chain``)."""
     t = fit.timings
     if "session" in fit.stats:
+        # an attempt that extended earlier chains: all their sampling (``sample_chain``)
         attempts = _attempt_timings(_rerun_attempts(fit))
-        sampled = (sum(_seconds(a.get("sample")) for a in attempts) if attempts
-                   else _seconds(t.get("sample")))
+        sampled = (sum(_seconds(a.get("sample_chain", a.get("sample"))) for a in attempts)
+                   if attempts else _seconds(t.get("sample_chain", t.get("sample"))))
         return sampled + 0.5
     if fit.language == "lazyppl" and t.get("run"):
         return (_seconds(t.get("run_chain")) or float(t["run"])) + 0.2
@@ -535,7 +539,9 @@ def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, se
                       target_accept=schedule[start], backend=p.backend, seed=seed,
                       retry_target_accepts=tuple(schedule[start + 1:]),
                       mass_matrix=p.mass_matrix, profile=p.profile,
-                      wall_seconds=limits.wall_seconds)
+                      wall_seconds=limits.wall_seconds,
+                      # a later look extends these chains (same draws as a refit)
+                      draw_cap=MAX_DRAWS["pymc"] if s.budget.max_looks > 1 else None)
     if start:  # stored with the fit: it needed divergence retries, as before
         fit.stats["skipped_target_accepts"] = schedule[:start]
     return fit

@@ -102,6 +102,64 @@ def test_a_later_look_starts_at_the_target_accept_that_passed_and_gets_todays_dr
         np.testing.assert_array_equal(later.draws[name][:, :200], first.draws[name], err_msg=name)
 
 
+_STATS = ("divergences", "divergences_per_chain", "step_size", "tree_depth", "n_steps",
+          "acceptance", "max_tree_depth_hits", "e_bfmi")
+
+
+def test_a_later_fit_extends_the_chains_of_the_one_before_and_gets_a_refits_draws():
+    """issue 11: with a draw cap, a later look's fit (same seed, more draws) extends the
+    look before's paused nutpie chains instead of sampling warm-up and earlier draws
+    again; its draws and sampler statistics are those of a fit of a fresh child without
+    a cap (what every later look sampled before). Another seed starts new chains, and a
+    request for draws the chains already hold samples nothing more."""
+    cap = dict(QUICK, draw_cap=50_000)
+    with PymcSession() as session:
+        first = session.fit(SOURCE, FULL, seed=3, **cap)
+        more = session.fit(SOURCE, FULL, seed=3, **{**cap, "draws": 700})
+        other_seed = session.fit(SOURCE, FULL, seed=4, **cap)
+    with PymcSession() as plain:
+        refit = plain.fit(SOURCE, FULL, seed=3, **{**QUICK, "draws": 700})
+        alone = plain.fit(SOURCE, FULL, seed=4, **QUICK)
+    assert "continued_from" not in first.sampler and first.sampler["draw_cap"] == 50_000
+    assert more.sampler["continued_from"] == 200
+    assert "continued_from" not in other_seed.sampler
+    assert more.stats["session"]["threads"] == QUICK["chains"]
+    assert all(n >= 700 for n in more.stats["session"]["sampled_ahead"])
+    # this look sampled only the draws after the first look's
+    assert more.timings["sample"] < more.timings["sample_chain"]
+    for fit, fresh in ((more, refit), (other_seed, alone)):
+        for name in fresh.draws:
+            np.testing.assert_array_equal(fit.draws[name], fresh.draws[name], err_msg=name)
+        assert {k: fit.stats.get(k) for k in _STATS} == {k: fresh.stats.get(k) for k in _STATS}
+    for name in first.draws:
+        np.testing.assert_array_equal(more.draws[name][:, :200], first.draws[name])
+
+
+def test_a_later_look_extends_the_chains_of_the_target_accept_that_passed():
+    """Centred eight schools, seed 1 (0.9 diverges, 0.95 passes): the later look starts
+    at 0.95 and extends the chains of look 1's 0.95 attempt; a refit in a session without
+    a cap gives the same draws and divergences."""
+    from workers.pipeline import _fit_pymc, _retry_start, accept_schedule
+
+    centred = (Path(__file__).resolve().parents[2] / "corpus" / "translations"
+               / "eight_schools-eight_schools_centered" / "model.py").read_text()
+    s = AuditSettings.model_validate({"pymc": {**QUICK, "backend": "nutpie"},
+                                      "budget": {"max_looks": 3}})
+    limits = sandbox.Limits(cpu_seconds=300, memory_mb=4096, wall_seconds=120)
+    with PymcSession() as session:
+        first = _fit_pymc(session, centred, FULL, s, 200, 1, limits)
+        later = _fit_pymc(session, centred, FULL, s, 400, 1, limits,
+                          _retry_start(first, accept_schedule(s)))
+    with PymcSession() as plain:
+        refit = plain.fit(centred, FULL, seed=1, chains=2, tune=200, draws=400,
+                          target_accept=0.95, retry_target_accepts=(0.99,), backend="nutpie")
+    assert [a["target_accept"] for a in later.stats["attempts"]] == [0.95]
+    assert later.sampler["continued_from"] == 200
+    assert later.divergences == refit.divergences == 0
+    for name in refit.draws:
+        np.testing.assert_array_equal(later.draws[name], refit.draws[name], err_msg=name)
+
+
 def test_a_fit_past_its_wall_clock_kills_the_child_and_the_next_fit_starts_another():
     slow = ("import pymc as pm\n\n\ndef model(data):\n    while True:\n        pass\n")
     with PymcSession() as session:

@@ -7,11 +7,14 @@ One child serves the PyMC fits of exactly one audit (a *session*, see
 
     {"source": "...", "data": {...}, "profile": "strict", "chains": 4, "tune": 1000,
      "draws": 1000, "backend": "nutpie", "seed": 1, "cores": 2, "mass_matrix": "diag",
-     "target_accepts": [0.8, 0.95, 0.99], "wall_seconds": 900, "min_retry_share": 0.2}
+     "target_accepts": [0.8, 0.95, 0.99], "wall_seconds": 900, "min_retry_share": 0.2,
+     "draw_cap": 50000}
 
 The program is built and compiled once per (source, profile, backend, data) and kept:
 later requests with the same program and data (more draws for a later look, another
-seed) only sample. Within a request the model is sampled with each of
+seed) only sample. With ``draw_cap`` (nutpie only), a request with the same seed and
+settings as the one before extends that request's chains instead of sampling them again
+(``backends._Extendable``): same draws, without the warm-up and the earlier draws. Within a request the model is sampled with each of
 ``target_accepts`` in turn until an attempt has no divergent transition; a retry is
 skipped when less than ``min_retry_share`` of ``wall_seconds`` is left. While no request
 is waiting when the imports are done, the child compiles a tiny model of its own first
@@ -425,6 +428,11 @@ def run(job: dict, out, session: Session) -> None:
             stats["start_retries"] = sampled.start_retries
         if sampled.callbacks_cached is not None:
             stats["session"]["callbacks_cached"] = sampled.callbacks_cached
+        if sampled.sample_chain_seconds is not None:  # extendable chains (draw_cap)
+            stats["session"].update(continued_from=sampled.continued_from,
+                                    sampled_ahead=sampled.sampled_ahead,
+                                    threads=sampled.threads)
+            timings["sample_chain"] = sampled.sample_chain_seconds
         timings["total"] = time.perf_counter() - started + timings["import"] + timings["prewarm"]
         timings["cpu"] = _cpu_seconds() - cpu_started
         summary = {

@@ -379,6 +379,11 @@ def make_fit(summary, arrays, job, attempts, process) -> Fit:
         sampler["mass_matrix"] = summary["mass_matrix"]
     if summary.get("fallbacks"):  # a requested backend's diagonal retry (whichever attempt won)
         sampler["fallbacks"] = summary["fallbacks"]
+    extended = (summary["stats"].get("session") or {}).get("continued_from")
+    if type(extended) is int and extended > 0:  # extended an earlier fit's chains
+        sampler["continued_from"] = extended
+    if "draw_cap" in job:
+        sampler["draw_cap"] = job["draw_cap"]
     if summary.get("backend_choice"):  # backend "auto": what was chosen, for which size, why
         sampler["backend_choice"] = summary["backend_choice"]
         sampler["mass_matrix"] = summary["backend_choice"]["mass_matrix"]

@@ -248,7 +248,8 @@ class PymcSession:
             backend: str = runner.DEFAULT_BACKEND, seed: int = 1, cores: int | None = None,
             mass_matrix: str = runner.DEFAULT_MASS_MATRIX,
             retry_target_accepts: tuple[float, ...] = runner.DEFAULT_RETRY_TARGET_ACCEPTS,
-            profile: str = "strict", wall_seconds: float | None = None) -> Fit:
+            profile: str = "strict", wall_seconds: float | None = None,
+            draw_cap: int | None = None) -> Fit:
         """Fit a verified PyMC program with NUTS in one of this session's children.
 
         If the fit has divergent transitions, it is repeated with each of
@@ -258,6 +259,13 @@ class PymcSession:
         diagonal matrix (``choice.diagonal_retry``); the attempt
         with the fewest divergences (the later one on ties) is returned and every attempt
         is listed in ``Fit.stats["attempts"]``. Same arguments, same draws.
+
+        ``draw_cap`` (nutpie; at least ``draws``): sample each attempt's chains in the
+        background up to that many draws and keep them paused, so that a later fit of the
+        same program, data, seed and settings with more draws (a later look) extends them
+        instead of sampling warm-up and earlier draws again. The draws are the same as
+        without it (``backends._Extendable``); ``Fit.sampler["continued_from"]`` says when
+        a fit extended an earlier one's chains.
         """
         runner.check_settings(chains, tune, draws, target_accept, backend, mass_matrix, cores)
         verify(source, profiles.get(profile))
@@ -269,6 +277,8 @@ class PymcSession:
                "cores": int(cores or min(chains, runner.available_cores())),
                "mass_matrix": mass_matrix, "target_accepts": schedule,
                "wall_seconds": wall, "min_retry_share": runner.MIN_RETRY_BUDGET}
+        if draw_cap is not None and int(draw_cap) >= int(draws):
+            job["draw_cap"] = int(draw_cap)
         key = hashlib.sha256(json.dumps([source, profile, backend, data], sort_keys=True)
                              .encode()).hexdigest()
         slot = self._slot_for(key)
