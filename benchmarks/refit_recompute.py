@@ -17,9 +17,9 @@ refitted, says
 * the refit's sampling seconds (LazyPPL: the harness's clock; PyMC: sampling, compile
   excluded) and the share of them a continuation would not have spent, pro rata.
 
-A LazyPPL fit that continued the earlier chains (``sampler.continued_from``, since the
-continued chains of issue 11) repeated nothing: its row says "continued", its iterations
-are the new ones only.
+A fit that continued the earlier chains (``sampler.continued_from``: LazyPPL since the
+continued chains of issue 11, PyMC since its extended nutpie chains) repeated nothing: its
+row says "continued", its iterations are the new ones only.
 
 It prints one row per refit and, per side, the sums over the scopes read.
 """

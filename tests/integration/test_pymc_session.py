@@ -110,24 +110,28 @@ def test_a_later_fit_extends_the_chains_of_the_one_before_and_gets_a_refits_draw
     """issue 11: with a draw cap, a later look's fit (same seed, more draws) extends the
     look before's paused nutpie chains instead of sampling warm-up and earlier draws
     again; its draws and sampler statistics are those of a fit of a fresh child without
-    a cap (what every later look sampled before). Another seed starts new chains, and a
-    request for draws the chains already hold samples nothing more."""
+    a cap (what every later look sampled before). Another seed starts new chains, and
+    the first seed's chains are still there to extend afterwards."""
     cap = dict(QUICK, draw_cap=50_000)
     with PymcSession() as session:
         first = session.fit(SOURCE, FULL, seed=3, **cap)
         more = session.fit(SOURCE, FULL, seed=3, **{**cap, "draws": 700})
         other_seed = session.fit(SOURCE, FULL, seed=4, **cap)
+        # seed 3's chains were kept beside seed 4's (one kept per attempt's settings)
+        most = session.fit(SOURCE, FULL, seed=3, **{**cap, "draws": 900})
     with PymcSession() as plain:
         refit = plain.fit(SOURCE, FULL, seed=3, **{**QUICK, "draws": 700})
         alone = plain.fit(SOURCE, FULL, seed=4, **QUICK)
+        refit_most = plain.fit(SOURCE, FULL, seed=3, **{**QUICK, "draws": 900})
     assert "continued_from" not in first.sampler and first.sampler["draw_cap"] == 50_000
     assert more.sampler["continued_from"] == 200
     assert "continued_from" not in other_seed.sampler
+    assert most.sampler["continued_from"] == 700
     assert more.stats["session"]["threads"] == QUICK["chains"]
     assert all(n >= 700 for n in more.stats["session"]["sampled_ahead"])
     # this look sampled only the draws after the first look's
     assert more.timings["sample"] < more.timings["sample_chain"]
-    for fit, fresh in ((more, refit), (other_seed, alone)):
+    for fit, fresh in ((more, refit), (other_seed, alone), (most, refit_most)):
         for name in fresh.draws:
             np.testing.assert_array_equal(fit.draws[name], fresh.draws[name], err_msg=name)
         assert {k: fit.stats.get(k) for k in _STATS} == {k: fresh.stats.get(k) for k in _STATS}

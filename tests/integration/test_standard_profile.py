@@ -13,7 +13,7 @@ import pytest
 
 from workers.errors import ProgramRefused
 from workers.pipeline import AuditRequest, run_audit
-from workers.pymc_runner import fit_pymc
+from workers.pymc_runner import PymcSession, fit_pymc
 from workers.settings import AuditSettings, PyMCSettings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -144,3 +144,15 @@ def test_the_standard_runtime_namespace_holds_only_scan_of_pytensor():
                 exec(code, namespace)
     strict = {"__builtins__": _restricted_builtins()}
     assert exec("import pytensor\nx = pytensor", strict) is None and strict["x"] is None
+
+
+def test_a_start_failure_of_extendable_nutpie_chains_falls_back_the_same_way():
+    """The same model with a draw cap (a later look would extend the chains): nutpie's
+    background chains fail to start, the error reaches the fallback as it does from a
+    blocking sampling, and pm.sample's initial point draws."""
+    with PymcSession() as session:
+        fit = session.fit(POTENTIAL_ONLY, {}, chains=2, tune=100, draws=100,
+                          profile="standard", retry_target_accepts=(), draw_cap=50_000)
+    assert fit.sampler["initialisation"] == "initial-point"
+    assert fit.sampler["backend"] == "pymc"
+    assert abs(fit.draws["x"]).max() < 1e-6

@@ -127,7 +127,10 @@ def _nutpie(model):
     compile_seconds = [time.perf_counter() - started]
     cached = nutpie_wrappers.callbacks_cached(compiled) if ours else None
 
-    kept: dict = {}  # "chains": the _Extendable of the last call with a draw cap
+    # the chains of the calls with a draw cap, by _Extendable.key_of, oldest first: one
+    # per attempt of a fit (target_accept, mass matrix), so a later look extends each
+    # attempt it runs again
+    kept: dict = {}
 
     def run(accept: float, job: dict) -> Sampled:
         if job.get("draw_cap") and int(job["draw_cap"]) >= int(job["draws"]):
@@ -150,11 +153,13 @@ def _nutpie(model):
         return Sampled(idata, spent, time.perf_counter() - begun, callbacks_cached=cached)
 
     def extend(accept: float, job: dict) -> Sampled:
-        chains = kept.get("chains")
-        if chains is None or chains.key != _Extendable.key_of(accept, job):
-            if chains is not None:
-                chains.close()
-            chains = kept["chains"] = _Extendable(compiled, accept, job)
+        key = _Extendable.key_of(accept, job)
+        chains = kept.pop(key, None)
+        if chains is None:
+            while len(kept) >= _Extendable.KEPT:
+                kept.pop(next(iter(kept))).close()
+            chains = _Extendable(compiled, accept, job)
+        kept[key] = chains  # the most recent last
         continued_from = chains.served or None
         idata, seconds = chains.first(int(job["draws"]))
         spent, compile_seconds[0] = compile_seconds[0], 0.0
@@ -174,7 +179,8 @@ class _Extendable:
     chain, parameter and sampler statistic: ``benchmarks/refit_recompute.py``). So the
     chains are started once in nutpie's background sampler with ``job["draw_cap"]``
     draws (the most a look may ask), paused as soon as every chain holds the draws
-    asked, and resumed by the next request with the same settings; each request returns
+    asked, and resumed by the next request with the same settings (each attempt of a
+    fit, i.e. target_accept and mass matrix, has its own chains); each request returns
     the first ``draws`` of every chain: exactly a blocking fit's draws and statistics
     (tests/integration/test_pymc_session.py checks it against a fresh child). Draws a
     chain sampled past them (it went on while a slower one caught up) are kept for the
@@ -185,6 +191,10 @@ class _Extendable:
     cores (measured on 2 cores, 4 chains x 1,000: eight schools 0.12 vs 0.12 s,
     gp_pois_regr 2.8 vs 2.8 s, hmm_drive_0 16.0 vs 16.9 s against a blocking fit on 2
     threads). A paused sampler uses no CPU."""
+
+    #: Chains kept per compiled model (the attempts of one fit: target_accepts and a
+    #: diagonal retry); the least recently used beyond are dropped.
+    KEPT = 6
 
     #: How often the progress is read while sampling, at most and at least (seconds): a
     #: twentieth of the time sampled so far, so a fast model pauses within milliseconds
