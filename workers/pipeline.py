@@ -541,7 +541,8 @@ def _fit_pymc(session, source: str, data: dict, s: AuditSettings, draws: int, se
                       mass_matrix=p.mass_matrix, profile=p.profile,
                       wall_seconds=limits.wall_seconds,
                       # a later look extends these chains (same draws as a refit)
-                      draw_cap=MAX_DRAWS["pymc"] if s.budget.max_looks > 1 else None)
+                      draw_cap=(MAX_DRAWS["pymc"] if p.extend_chains and s.budget.max_looks > 1
+                                else None))
     if start:  # stored with the fit: it needed divergence retries, as before
         fit.stats["skipped_target_accepts"] = schedule[:start]
     return fit

@@ -43,6 +43,13 @@ class PyMCSettings(_Group):
     # SPEC §2.1 profile the program is verified against (docs/PYMC_PROFILE.md): `strict`
     # (no Potential, no scan), or `standard` (idiomatic I/O-free PyMC model code).
     profile: Literal["strict", "standard"] = "strict"
+    # A later look extends the look before's nutpie chains instead of refitting them
+    # (same draws; docs/ARCHITECTURE.md "Continued chains"). Off by default: each chain
+    # samples on until the slowest one has the draws asked, and on 2 cores with both
+    # scopes and LazyPPL running that overshoot cost more than the extensions saved
+    # (session 29: gp_pois_regr, both eight schools, hmm_drive_0: 298 vs 276 s, a fresh
+    # diagonal attempt 74 vs 47 CPU-s, the extended ones 5.7 vs 8.5 CPU-s).
+    extend_chains: bool = False
 
 
 class LazyPPLSettings(_Group):

@@ -141,25 +141,28 @@ def test_a_later_fit_extends_the_chains_of_the_one_before_and_gets_a_refits_draw
 
 def test_a_later_look_extends_the_chains_of_the_target_accept_that_passed():
     """Centred eight schools, seed 1 (0.9 diverges, 0.95 passes): the later look starts
-    at 0.95 and extends the chains of look 1's 0.95 attempt; a refit in a session without
-    a cap gives the same draws and divergences."""
+    at 0.95 and extends the chains of look 1's 0.95 attempt (``pymc.extend_chains``); a
+    refit with the default settings (no extension) gives the same draws and divergences."""
     from workers.pipeline import _fit_pymc, _retry_start, accept_schedule
 
     centred = (Path(__file__).resolve().parents[2] / "corpus" / "translations"
                / "eight_schools-eight_schools_centered" / "model.py").read_text()
-    s = AuditSettings.model_validate({"pymc": {**QUICK, "backend": "nutpie"},
+    s = AuditSettings.model_validate({"pymc": {**QUICK, "backend": "nutpie",
+                                               "extend_chains": True},
                                       "budget": {"max_looks": 3}})
     limits = sandbox.Limits(cpu_seconds=300, memory_mb=4096, wall_seconds=120)
     with PymcSession() as session:
         first = _fit_pymc(session, centred, FULL, s, 200, 1, limits)
         later = _fit_pymc(session, centred, FULL, s, 400, 1, limits,
                           _retry_start(first, accept_schedule(s)))
-    with PymcSession() as plain:
-        refit = plain.fit(centred, FULL, seed=1, chains=2, tune=200, draws=400,
-                          target_accept=0.95, retry_target_accepts=(0.99,), backend="nutpie")
+    default = AuditSettings.model_validate({"pymc": {**QUICK, "backend": "nutpie"},
+                                            "budget": {"max_looks": 3}})
+    with PymcSession() as plain:  # the settings' default: the later look refits
+        refit = _fit_pymc(plain, centred, FULL, default, 400, 1, limits, 1)
     assert [a["target_accept"] for a in later.stats["attempts"]] == [0.95]
     assert later.sampler["continued_from"] == 200
     assert later.divergences == refit.divergences == 0
+    assert "draw_cap" not in refit.sampler and "continued_from" not in refit.sampler
     for name in refit.draws:
         np.testing.assert_array_equal(later.draws[name], refit.draws[name], err_msg=name)
 

@@ -188,9 +188,10 @@ class _Extendable:
 
     One thread per chain (``cores = chains``): with fewer threads nutpie runs the later
     chains only after the earlier ones end, i.e. after the cap. The chains then share the
-    cores (measured on 2 cores, 4 chains x 1,000: eight schools 0.12 vs 0.12 s,
-    gp_pois_regr 2.8 vs 2.8 s, hmm_drive_0 16.0 vs 16.9 s against a blocking fit on 2
-    threads). A paused sampler uses no CPU."""
+    cores, and as nutpie pauses all chains at once, the faster ones sample on until the
+    slowest holds the draws asked: CPU spent for a later look that may not come (why the
+    pipeline asks for this only with ``pymc.extend_chains``; docs/ARCHITECTURE.md,
+    "Continued chains"). A paused sampler uses no CPU."""
 
     #: Chains kept per compiled model (the attempts of one fit: target_accepts and a
     #: diagonal retry); the least recently used beyond are dropped.
