@@ -48,7 +48,8 @@ class PyMCSettings(_Group):
     # samples on until the slowest one has the draws asked, and on 2 cores with both
     # scopes and LazyPPL running that overshoot cost more than the extensions saved
     # (session 29: gp_pois_regr, both eight schools, hmm_drive_0: 298 vs 276 s, a fresh
-    # diagonal attempt 74 vs 47 CPU-s, the extended ones 5.7 vs 8.5 CPU-s).
+    # diagonal attempt 74 vs 47 CPU-s, the extended ones 5.7 vs 8.5 CPU-s; hmm_drive_1
+    # alone, 4 looks: 290 vs 265 s, one chain ~10x slower than the others at look 1).
     extend_chains: bool = False
 
 

@@ -12,9 +12,10 @@ One child serves the PyMC fits of exactly one audit (a *session*, see
 
 The program is built and compiled once per (source, profile, backend, data) and kept:
 later requests with the same program and data (more draws for a later look, another
-seed) only sample. With ``draw_cap`` (nutpie only), a request with the same seed and
-settings as the one before extends that request's chains instead of sampling them again
-(``backends._Extendable``): same draws, without the warm-up and the earlier draws. Within a request the model is sampled with each of
+seed) only sample. With ``draw_cap`` (nutpie only), an attempt with the same seed and
+settings as one of an earlier request extends that attempt's chains instead of sampling
+them again (``backends._Extendable``): same draws, without the warm-up and the earlier
+draws. Within a request the model is sampled with each of
 ``target_accepts`` in turn until an attempt has no divergent transition; a retry is
 skipped when less than ``min_retry_share`` of ``wall_seconds`` is left. While no request
 is waiting when the imports are done, the child compiles a tiny model of its own first
