@@ -166,7 +166,7 @@ def _nutpie(model):
         return Sampled(idata, spent, seconds, callbacks_cached=cached,
                        continued_from=continued_from,
                        sample_chain_seconds=chains.seconds, sampled_ahead=chains.held,
-                       threads=chains.threads)
+                       threads=chains.chains)
 
     return run
 
@@ -205,17 +205,15 @@ class _Extendable:
     def __init__(self, compiled, accept: float, job: dict) -> None:
         import nutpie
 
-        self.key = self.key_of(accept, job)
         self.tune = int(job["tune"])
-        self.chains = int(job["chains"])
-        self.threads = self.chains
+        self.chains = int(job["chains"])  # and as many threads
         self.served = 0        # draws per chain the last request returned
         self.seconds = 0.0     # sampling seconds over all requests
         self.held = [0] * self.chains
         self._running = True
         self._sampler = nutpie.sample(
             compiled, draws=int(job["draw_cap"]), tune=self.tune, chains=self.chains,
-            cores=self.threads, seed=job["seed"], target_accept=accept, progress_bar=False,
+            cores=self.chains, seed=job["seed"], target_accept=accept, progress_bar=False,
             save_warmup=False, low_rank_modified_mass_matrix=job["mass_matrix"] == "low_rank",
             blocking=False)
 

@@ -213,7 +213,7 @@ encodeOutput s kernelLabel seconds names layout chains checkpoints =
   E.encodingToLazyByteString $ A.pairs $
     "names" A..= names
       <> E.pair "shapes" (E.pairs (mconcat [K.fromString n A..= shape | (n, shape) <- layout]))
-      <> E.pair "chains" (E.list chainEncoding (zip chains (checkpoints ++ repeat Nothing)))
+      <> E.pair "chains" (E.list chainEncoding (zip chains checkpoints))
       <> "kernel" A..= kernelLabel
       <> "warmup" A..= ssWarmup s
       <> "draws" A..= ssDraws s
