@@ -280,7 +280,10 @@ class Run:
             p, scope = key.split("/")
             busy[who[-1]] = busy.get(who[-1], 0.0) + (results[p]["scopes"].get(scope, {})
                                                       .get("seconds") or 0.0)
+        from corpus_batch import sampling_cpu  # noqa: E402 - a sibling benchmark
         return {"results": results, "ran_by": ran_by, "timeline_seconds": timeline,
+                "cpu": sampling_cpu([str(audit_id) for audit_id, *_ in rows["audits"]],
+                                    self.sessions),
                 "scopes_per_worker": {w: sum(1 for v in ran_by.values() if v[-1] == w)
                                       for w in sorted(busy)},
                 "fit_seconds_per_worker": {w: round(x, 1) for w, x in sorted(busy.items())}}
@@ -478,6 +481,7 @@ def main() -> int:
         report.update(only=args.only, wall_seconds=r["wall_seconds"], verdicts=tally, runs=[r],
                       timing_totals=timing_totals(r["results"]))
         print(f"where the scope seconds went: {json.dumps(report['timing_totals'])}")
+        print(f"CPU-seconds of the fits (sampling floor over the cores): {json.dumps(r['cpu'])}")
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
         return 0 if r["status"] == "done" else 1
