@@ -92,10 +92,10 @@ def _cpu_seconds() -> float:
 _SETUP = ("import", "prewarm", "build", "compile")
 
 
-def sampling_cpu(audit_ids: list[str], sessions=None) -> dict:
+def sampling_cpu(audit_ids: list[str], sessions=None, cores: int | None = None) -> dict:
     """``sampling_seconds`` of these audits' stored evidence and fits (in ``sessions``'
-    database, default the configured one), summed, and the floor they set on this
-    machine (their sum over its cores)."""
+    database, default the configured one), summed, and the floor they set on ``cores``
+    cores (default: this machine's): their sum over the cores."""
     import uuid
 
     import sqlalchemy as sa
@@ -114,7 +114,7 @@ def sampling_cpu(audit_ids: list[str], sessions=None) -> dict:
             spent = sampling_seconds(scopes, fits)
             pymc, lazyppl = pymc + spent["pymc"], lazyppl + spent["lazyppl"]
             pymc_cpu += spent["pymc_cpu"]
-    cores = os.cpu_count() or 1
+    cores = cores or os.cpu_count() or 1
     return {"pymc_sampling_seconds": round(pymc, 1), "lazyppl_sampling_seconds": round(lazyppl, 1),
             "sampling_floor_seconds": round((pymc + lazyppl) / cores, 1),
             "pymc_cpu_seconds": round(pymc_cpu, 1),

@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/fanout.py [--posteriors a,b,...] [--rounds 1]
         [--wait-load 1.5] [--wait-max 1200] [--json out.json]
     .venv/bin/python benchmarks/fanout.py --posteriors all --only B --timeout 3600
-        (the whole corpus on two workers, timed alone; --pymc-backend auto for that backend)
+        (the whole corpus on two workers, timed alone; --pymc-backend auto for that backend;
+        --again: then the same batch again in that database, ordered by the first's seconds)
 
 A posteriordb batch is split into one Celery task per (audit, scope) (``run_batch``
 creates the audits and enqueues their scopes; ``run_audit_scope`` fits one scope), so k
@@ -283,7 +284,7 @@ class Run:
         from corpus_batch import sampling_cpu  # noqa: E402 - a sibling benchmark
         return {"results": results, "ran_by": ran_by, "timeline_seconds": timeline,
                 "cpu": sampling_cpu([str(audit_id) for audit_id, *_ in rows["audits"]],
-                                    self.sessions),
+                                    self.sessions, cores=len(self.cores)),
                 "scopes_per_worker": {w: sum(1 for v in ran_by.values() if v[-1] == w)
                                       for w in sorted(busy)},
                 "fit_seconds_per_worker": {w: round(x, 1) for w, x in sorted(busy.items())}}
@@ -405,11 +406,16 @@ def ensure_shared_cache(logdir: Path, corpus: list[str] | None = None) -> str:
 
 
 def one_run(label: str, cores: tuple[int, ...], posteriors: list[str], logdir: Path,
-            timeout: float, settings: dict | None = None) -> dict:
+            timeout: float, settings: dict | None = None, again: bool = False) -> dict:
+    """One batch on a fresh service; ``again``: then the same batch once more in that
+    database (its fan-out orders the scopes by the seconds the first one stored, longest
+    first), returned as ``again`` in the first batch's result."""
     run = Run(label, cores, logdir)
     try:
         run.start()
         result = run.run_batch(posteriors, timeout, settings)
+        if again:
+            result["again"] = run.run_batch(posteriors, timeout, settings)
     finally:
         run.close()
     print(f"{label}: {len(cores)} worker(s) on core(s) {','.join(map(str, cores))}: "
@@ -432,6 +438,9 @@ def main() -> int:
                     help="time this configuration alone (no warm-up, no A/B ratio), e.g. "
                     "the whole corpus on two workers: --posteriors all --only B")
     ap.add_argument("--pymc-backend", help="the batch's pymc.backend (default: the product's)")
+    ap.add_argument("--again", action="store_true",
+                    help="with --only: then the same batch again in the same database, "
+                    "which the fan-out orders longest stored scopes first")
     ap.add_argument("--rounds", type=int, default=1, help="timed A, B pairs (alternating)")
     ap.add_argument("--no-warm-up", action="store_true", help="skip the untimed config-A run")
     ap.add_argument("--wait-load", type=float, default=1.5,
@@ -471,7 +480,7 @@ def main() -> int:
     if args.only:
         try:
             r = one_run(args.only, CONFIGS[args.only], posteriors, args.logs, args.timeout,
-                        settings)
+                        settings, again=args.again)
         finally:
             drop_broadcast_bindings()
         verdicts = [v["verdict"] for v in fingerprint(r).values()]
@@ -482,6 +491,15 @@ def main() -> int:
                       timing_totals=timing_totals(r["results"]))
         print(f"where the scope seconds went: {json.dumps(report['timing_totals'])}")
         print(f"CPU-seconds of the fits (sampling floor over the cores): {json.dumps(r['cpu'])}")
+        if args.again:
+            second = r["again"]
+            same = fingerprint(second) == fingerprint(r)
+            print(f"again, longest stored scopes first: {second['wall_seconds']:.1f} s wall "
+                  f"(first {r['wall_seconds']:.1f} s), status {second['status']}, scopes per "
+                  f"worker {second['scopes_per_worker']}, fit s per worker "
+                  f"{second['fit_seconds_per_worker']}; CPU {json.dumps(second['cpu'])}; "
+                  f"identical draws and verdicts: {'yes' if same else 'no'}")
+            report["again"] = {"wall_seconds": second["wall_seconds"], "identical": same}
         if args.json:
             args.json.write_text(json.dumps(report, indent=2))
         return 0 if r["status"] == "done" else 1

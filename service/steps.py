@@ -337,7 +337,12 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
                   lease: Lease | None = None) -> None:
     """Create one audit per posterior not yet created (unique (batch, posterior)), and
     enqueue its scopes after each commit. The batch's lease is renewed per posterior
-    (the reconciler re-sends a batch whose fan-out stopped with its lease expired)."""
+    (the reconciler re-sends a batch whose fan-out stopped with its lease expired).
+
+    Longest first (``longest_first``): posteriors and their scopes are created and
+    enqueued in the order of the seconds this database stored for them before, so the
+    long scopes do not start last and leave the other workers idle at the end; what is
+    stored does not depend on the order (seeds and draws are per scope)."""
     lease = lease or Lease(work_repo.owner_name(None))
 
     def hold(batch) -> None:
@@ -351,7 +356,8 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
         batch_repo.set_batch_status(s, batch, "running")
         hold(batch)
         posteriors, settings = list(batch.posteriors), AuditSettings.model_validate(batch.settings)
-    for name in posteriors:
+        seconds = batch_repo.stored_scope_seconds(s, posteriors)
+    for name in longest_first(posteriors, seconds):
         with sessions.begin() as s:
             batch = batch_repo.lock_batch(s, batch_id)
             if batch is None or batch.status in FINAL:
@@ -372,7 +378,8 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
                 settings=entry.settings(settings),
                 source="posteriordb", posterior=name, batch_id=batch_id))
             audit.token_id = batch.token_id  # the batch's submitter may cancel it
-            scopes = [sc.scope for sc in audit.scopes] if queue else []
+            scopes = longest_scopes_first(name, [sc.scope for sc in audit.scopes],
+                                          seconds) if queue else []
             audit_id = audit.id
         for scope in scopes:
             enqueue(audit_id, scope)
@@ -381,6 +388,25 @@ def fan_out_batch(sessions: Sessions, batch_id: uuid.UUID,
         if batch is not None:
             batch.lease_owner = batch.lease_expires_at = None
     update_batch(sessions, batch_id)
+
+
+def longest_first(posteriors: list[str], seconds: dict[tuple[str, str], float]) -> list[str]:
+    """The posteriors by the longest of their scopes' stored ``seconds`` ((posterior,
+    scope) -> seconds), longest first (LPT scheduling: k workers then end close together
+    instead of waiting on a long scope that started last). A posterior with no stored
+    scope comes before all others (it may be long), in the given order: with no history,
+    the order is the submitter's."""
+    longest: dict[str, float] = {}
+    for (posterior, _), value in seconds.items():
+        longest[posterior] = max(value, longest.get(posterior, value))
+    return sorted(posteriors, key=lambda name: (name in longest, -longest.get(name, 0.0)))
+
+
+def longest_scopes_first(posterior: str, scopes: list[str],
+                         seconds: dict[tuple[str, str], float]) -> list[str]:
+    """One posterior's scopes, as ``longest_first`` orders posteriors."""
+    return sorted(scopes, key=lambda scope: ((posterior, scope) in seconds,
+                                             -seconds.get((posterior, scope), 0.0)))
 
 
 def _record_unloadable(s: Session, batch_id: uuid.UUID, name: str, settings: AuditSettings,

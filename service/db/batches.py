@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
 from service.db.audits import add_event
-from service.db.models import Audit, Batch
+from service.db.models import Audit, Batch, ScopeResult
 
 
 def create_batch(session: Session, *, source: str, posteriors: list[str], settings: dict,
@@ -40,6 +40,22 @@ def list_batches(session: Session, *, limit: int = 50, offset: int = 0) -> tuple
 def batch_audits(session: Session, batch_id: uuid.UUID) -> list[Audit]:
     return list(session.scalars(sa.select(Audit).where(Audit.batch_id == batch_id)
                                 .order_by(Audit.posterior, Audit.name)))
+
+
+def stored_scope_seconds(session: Session, posteriors: list[str]) -> dict[tuple[str, str], float]:
+    """(posterior, scope) -> the seconds its most recently stored result took, over every
+    posteriordb audit of these posteriors in this database (any batch, any program
+    version): the fan-out's estimate of how long a scope will take."""
+    rows = session.execute(
+        sa.select(Audit.posterior, ScopeResult.scope, ScopeResult.seconds)
+        .join(ScopeResult, ScopeResult.audit_id == Audit.id)
+        .where(Audit.source == "posteriordb", Audit.posterior.in_(posteriors),
+               ScopeResult.seconds.is_not(None))
+        .order_by(ScopeResult.created_at.desc(), ScopeResult.id.desc())).all()
+    out: dict[tuple[str, str], float] = {}
+    for posterior, scope, seconds in rows:
+        out.setdefault((posterior, scope), float(seconds))
+    return out
 
 
 def audit_for_posterior(session: Session, batch_id: uuid.UUID, posterior: str) -> Audit | None:

@@ -161,3 +161,40 @@ def test_batch_fan_out_applies_the_translations_meta_settings(db_sessions):
         (audit,) = batch_repo.batch_audits(s, batch_id)
         assert audit.settings["pymc"]["profile"] == "standard"
         assert audit.settings["pymc"]["draws"] == 500
+
+
+def test_batch_fan_out_sends_the_longest_stored_scopes_first(db_sessions):
+    """With no history the submitter's order stands; a later batch of the same posteriors
+    sends them by the seconds their scopes took before, longest first, and a posterior
+    never run before ahead of all (it may be long)."""
+    from corpus.loader import load
+    from service.db import batches as batch_repo
+    from service.db.models import Audit, ScopeResult
+
+    # posteriors no other test audits: the test database is shared by the session
+    names = ["nes1972-nes", "nes1976-nes", "nes1980-nes"]
+
+    def fan_out(posteriors):
+        with db_sessions.begin() as s:
+            batch_id = batch_repo.create_batch(s, source="posteriordb", posteriors=posteriors,
+                                               settings=AuditSettings().model_dump(mode="json")).id
+        sent: list[tuple[uuid.UUID, str]] = []
+        steps.fan_out_batch(db_sessions, batch_id, load, lambda a, s: sent.append((a, s)))
+        with db_sessions() as s:
+            posterior = {a.id: a.posterior for a in batch_repo.batch_audits(s, batch_id)}
+        return [(posterior[a], scope) for a, scope in sent]
+
+    first = fan_out(names[:2])
+    assert [p for p, _ in first] == [names[0]] * 2 + [names[1]] * 2
+    taken = {("nes1972-nes", "full"): 40.0, ("nes1972-nes", "visible"): 10.0,
+             ("nes1976-nes", "visible"): 90.0, ("nes1976-nes", "full"): 20.0}
+    with db_sessions.begin() as s:
+        audits = {a.posterior: a.id for a in s.scalars(sa.select(Audit).where(
+            Audit.posterior.in_(names[:2])))}
+        for (posterior, scope), seconds in taken.items():
+            s.add(ScopeResult(audit_id=audits[posterior], scope=scope, verdict="agree",
+                              evidence={}, seconds=seconds))
+    second = fan_out(names)
+    assert second[2:] == [("nes1976-nes", "visible"), ("nes1976-nes", "full"),
+                          ("nes1972-nes", "full"), ("nes1972-nes", "visible")]
+    assert {p for p, _ in second[:2]} == {"nes1980-nes"}
