@@ -171,7 +171,8 @@ def service_latency(repeat: int) -> None:
                 r = client.post("/api/v1/audits", json={**pair, "name": f"latency {i}",
                                                         "settings": {"seed": 100 + i}})
                 r.raise_for_status()
-                url, audit_id = r.json()["url"], r.json()["id"]
+                accepted = r.json()
+                url, audit_id = accepted["url"], accepted["id"]
                 while (body := client.get(url).json())["status"] not in ("done", "failed"):
                     time.sleep(0.1)
                 wall = time.monotonic() - t0

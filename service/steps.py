@@ -399,14 +399,20 @@ def longest_first(posteriors: list[str], seconds: dict[tuple[str, str], float]) 
     longest: dict[str, float] = {}
     for (posterior, _), value in seconds.items():
         longest[posterior] = max(value, longest.get(posterior, value))
-    return sorted(posteriors, key=lambda name: (name in longest, -longest.get(name, 0.0)))
+    return _by_seconds(posteriors, longest)
 
 
 def longest_scopes_first(posterior: str, scopes: list[str],
                          seconds: dict[tuple[str, str], float]) -> list[str]:
     """One posterior's scopes, as ``longest_first`` orders posteriors."""
-    return sorted(scopes, key=lambda scope: ((posterior, scope) in seconds,
-                                             -seconds.get((posterior, scope), 0.0)))
+    return _by_seconds(scopes, {scope: value for (name, scope), value in seconds.items()
+                                if name == posterior})
+
+
+def _by_seconds(items: list[str], seconds: dict[str, float]) -> list[str]:
+    """``items`` without stored seconds first (given order), then the others longest
+    first (a stable sort: ties keep the given order)."""
+    return sorted(items, key=lambda item: (item in seconds, -seconds.get(item, 0.0)))
 
 
 def _record_unloadable(s: Session, batch_id: uuid.UUID, name: str, settings: AuditSettings,
